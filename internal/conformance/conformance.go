@@ -1,0 +1,387 @@
+// Package conformance is the behavioural suite every admit variant must pass:
+// the same scenarios, the same differential check against the pure kernels with
+// time moving between calls, and the same concurrency checks, run over a table
+// of constructors. A new variant is covered by calling [Run] from its tests.
+package conformance
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/kernel"
+)
+
+// Variant describes one concurrency variant under test.
+type Variant struct {
+	Name string
+	// New and NewLimiter are the variant's constructors. NewLimiter may be nil
+	// for a variant that offers only keyed limiters.
+	New        func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error)
+	NewLimiter func(admit.Rule, ...admit.Option) (admit.Limiter, error)
+	// Supports reports whether the variant implements an algorithm; for the
+	// others its constructors must return an error wrapping admit.ErrUnsupported.
+	Supports func(admit.Algorithm) bool
+	// AllowAllocs is the most allocations one admitted Allow on an existing key
+	// may make (0 for mutex and packed-word variants).
+	AllowAllocs float64
+}
+
+// Algorithms lists every algorithm, in order.
+var Algorithms = []admit.Algorithm{admit.TokenBucket, admit.FixedWindow, admit.SlidingLog, admit.SlidingCounter}
+
+// Run runs the whole suite against v.
+func Run(t *testing.T, v Variant) {
+	t.Run("Errors", func(t *testing.T) { testErrors(t, v) })
+	for _, alg := range Algorithms {
+		if !v.Supports(alg) {
+			continue
+		}
+		t.Run("algo="+alg.String(), func(t *testing.T) {
+			t.Run("Walkthrough", func(t *testing.T) { testWalkthrough(t, v, alg) })
+			t.Run("Differential", func(t *testing.T) { testDifferential(t, v, alg) })
+			t.Run("KeyIsolation", func(t *testing.T) { testKeyIsolation(t, v, alg) })
+			t.Run("KeyCopied", func(t *testing.T) { testKeyCopied(t, v, alg) })
+			t.Run("FrozenClockExact", func(t *testing.T) { testFrozenClockExact(t, v, alg) })
+			t.Run("Allocs", func(t *testing.T) { testAllocs(t, v, alg) })
+		})
+	}
+}
+
+func mustRule(t testing.TB, text string) admit.Rule {
+	t.Helper()
+	r, err := admit.ParseRule(text)
+	require.NoError(t, err)
+	return r
+}
+
+func testErrors(t *testing.T, v Variant) {
+	good := admit.Rule{Algorithm: admit.TokenBucket, Limit: 5, Window: 10 * time.Second}
+	bad := admit.Rule{Algorithm: admit.TokenBucket, Limit: 0, Window: time.Second}
+	_, err := v.New(bad)
+	assert.ErrorIs(t, err, admit.ErrInvalidRule)
+	_, err = v.New(good, admit.WithClock(nil))
+	assert.ErrorIs(t, err, admit.ErrInvalidOption)
+	_, err = v.New(good, nil)
+	assert.ErrorIs(t, err, admit.ErrInvalidOption)
+	if v.NewLimiter != nil {
+		_, err = v.NewLimiter(bad)
+		assert.ErrorIs(t, err, admit.ErrInvalidRule)
+		_, err = v.NewLimiter(good, admit.WithClock(nil))
+		assert.ErrorIs(t, err, admit.ErrInvalidOption)
+	}
+	for _, alg := range Algorithms {
+		if v.Supports(alg) {
+			continue
+		}
+		r := admit.Rule{Algorithm: alg, Limit: 5, Window: time.Second}
+		_, err := v.New(r)
+		assert.ErrorIs(t, err, admit.ErrUnsupported, "New(%v)", r)
+		if v.NewLimiter != nil {
+			_, err = v.NewLimiter(r)
+			assert.ErrorIs(t, err, admit.ErrUnsupported, "NewLimiter(%v)", r)
+		}
+	}
+}
+
+// step is one scripted call: at the fake clock's time at, AllowN(n) on key.
+type step struct {
+	at   time.Duration
+	key  string
+	n    int
+	want admit.Decision
+}
+
+func allowed(limit, remaining int, reset time.Duration) admit.Decision {
+	return admit.Decision{Allowed: true, Limit: limit, Remaining: remaining, ResetAfter: reset}
+}
+
+func denied(limit int, retry, reset time.Duration) admit.Decision {
+	return admit.Decision{Limit: limit, RetryAfter: retry, ResetAfter: reset}
+}
+
+// testWalkthrough replays the seed notes' walkthrough (5 per 10s, 2 per 10s)
+// and the boundary burst of their part four through the variant's keyed limiter.
+func testWalkthrough(t *testing.T, v Variant, alg admit.Algorithm) {
+	s := time.Second
+	var steps []step
+	switch alg {
+	case admit.TokenBucket:
+		steps = []step{
+			{0, "alice", 1, allowed(5, 4, 2*s)},
+			{0, "alice", 1, allowed(5, 3, 4*s)},
+			{0, "alice", 1, allowed(5, 2, 6*s)},
+			{0, "alice", 1, allowed(5, 1, 8*s)},
+			{0, "alice", 1, allowed(5, 0, 10*s)},
+			{0, "alice", 1, denied(5, 2*s, 10*s)},
+			{2 * s, "alice", 1, allowed(5, 0, 10*s)},
+			{2 * s, "bob", 1, allowed(5, 4, 2*s)},
+		}
+	case admit.FixedWindow:
+		steps = []step{
+			{2 * s, "alice", 1, allowed(5, 4, 8*s)},
+			{2 * s, "alice", 4, allowed(5, 0, 8*s)},
+			{2 * s, "alice", 1, denied(5, 8*s, 8*s)},
+			{10*s - 1, "alice", 1, denied(5, 1, 1)},
+			{10 * s, "alice", 1, allowed(5, 4, 10*s)},
+		}
+	case admit.SlidingLog:
+		steps = []step{
+			{0, "alice", 3, allowed(5, 2, 10*s)},
+			{4 * s, "alice", 2, allowed(5, 0, 10*s)},
+			{4 * s, "alice", 1, denied(5, 6*s, 10*s)},
+			{10*s - 1, "alice", 1, denied(5, 1, 4*s+1)},
+			{10 * s, "alice", 4, denied(5, 4*s, 4*s)},
+			{10 * s, "alice", 3, allowed(5, 0, 10*s)},
+		}
+	case admit.SlidingCounter:
+		steps = []step{
+			{5 * s, "alice", 5, allowed(5, 0, 15*s)},
+			// At 12.5s the previous window (5 admitted) still covers 75%: 3.75,
+			// so one more fits (4.75) and a second must wait until the weight
+			// falls to 3 at 14s. The key is idle once window [10s, 20s) has
+			// rolled out too, at 30s.
+			{12*s + 500*time.Millisecond, "alice", 1, allowed(5, 0, 17*s+500*time.Millisecond)},
+			{12*s + 500*time.Millisecond, "alice", 1, denied(5, 1500*time.Millisecond, 17*s+500*time.Millisecond)},
+		}
+	}
+	runSteps(t, v, admit.Rule{Algorithm: alg, Limit: 5, Window: 10 * s}, steps)
+
+	// Part four of the walkthrough: 3 per 10s, 3 requests at 9s, 3 at 10s.
+	burst := map[admit.Algorithm][2]int{
+		admit.TokenBucket: {3, 0}, admit.FixedWindow: {3, 3}, admit.SlidingLog: {3, 0}, admit.SlidingCounter: {3, 0},
+	}[alg]
+	fake := clock.NewFake()
+	lim, err := v.New(admit.Rule{Algorithm: alg, Limit: 3, Window: 10 * s}, admit.WithClock(fake))
+	require.NoError(t, err)
+	got := [2]int{}
+	for i, at := range []time.Duration{9 * s, 10 * s} {
+		fake.Set(at)
+		for range 3 {
+			if lim.Allow("k").Allowed {
+				got[i]++
+			}
+		}
+	}
+	assert.Equal(t, burst, got, "%v: admitted at 9s and at 10s", alg)
+}
+
+func runSteps(t *testing.T, v Variant, rule admit.Rule, steps []step) {
+	t.Helper()
+	fake := clock.NewFake()
+	lim, err := v.New(rule, admit.WithClock(fake))
+	require.NoError(t, err)
+	for i, st := range steps {
+		fake.Set(st.at)
+		if got := lim.AllowN(st.key, st.n); got != st.want {
+			t.Errorf("%v step %d: AllowN(t=%v, %q, %d) = %+v, want %+v", rule, i, st.at, st.key, st.n, got, st.want)
+		}
+	}
+}
+
+// oracle is the pure kernel of an algorithm with one state per key, stepped
+// sequentially: the executable specification a variant must match.
+type oracle interface {
+	allow(key string, now time.Duration, n int) admit.Decision
+}
+
+type kernelOracle[S any, K kernel.Kernel[S]] struct {
+	k      K
+	states map[string]*S
+}
+
+func (o *kernelOracle[S, K]) allow(key string, now time.Duration, n int) admit.Decision {
+	s := o.states[key]
+	if s == nil {
+		s = new(S)
+		o.states[key] = s
+	}
+	return o.k.Allow(s, now, n)
+}
+
+func newOracle(rule admit.Rule) oracle {
+	switch rule.Algorithm {
+	case admit.TokenBucket:
+		return &kernelOracle[kernel.TokenBucketState, kernel.TokenBucket]{kernel.NewTokenBucket(rule), map[string]*kernel.TokenBucketState{}}
+	case admit.FixedWindow:
+		return &kernelOracle[kernel.FixedWindowState, kernel.FixedWindow]{kernel.NewFixedWindow(rule), map[string]*kernel.FixedWindowState{}}
+	case admit.SlidingLog:
+		return &kernelOracle[kernel.Log, kernel.SlidingLog]{kernel.NewSlidingLog(rule), map[string]*kernel.Log{}}
+	default:
+		return &kernelOracle[kernel.SlidingCounterState, kernel.SlidingCounter]{kernel.NewSlidingCounter(rule), map[string]*kernel.SlidingCounterState{}}
+	}
+}
+
+// drawRule draws a valid rule of algorithm alg with a small limit.
+func drawRule(rt *rapid.T, alg admit.Algorithm) admit.Rule {
+	limit := rapid.IntRange(1, 12).Draw(rt, "limit")
+	window := time.Duration(rapid.Int64Range(int64(limit), int64(10*time.Second)).Draw(rt, "window"))
+	return admit.Rule{Algorithm: alg, Limit: limit, Window: window}
+}
+
+// testDifferential drives the variant and the kernel oracle with the same
+// generated sequence of calls, keys and clock moves (forwards by small and huge
+// steps, and backwards), sequentially, and requires identical Decisions.
+func testDifferential(t *testing.T, v Variant, alg admit.Algorithm) {
+	rapid.Check(t, func(rt *rapid.T) {
+		rule := drawRule(rt, alg)
+		fake := clock.NewFake()
+		fake.Set(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start")))
+		keyed, err := v.New(rule, admit.WithClock(fake))
+		require.NoError(rt, err)
+		var single admit.Limiter
+		if v.NewLimiter != nil {
+			single, err = v.NewLimiter(rule, admit.WithClock(fake))
+			require.NoError(rt, err)
+		}
+		want := newOracle(rule)
+		keys := []string{"a", "b", "c"}
+		ops := rapid.IntRange(1, 60).Draw(rt, "ops")
+		for i := range ops {
+			switch rapid.IntRange(0, 9).Draw(rt, "op") {
+			case 0, 1:
+				fake.Advance(time.Duration(rapid.Int64Range(0, int64(2*rule.Window)).Draw(rt, "advance")))
+			case 2:
+				fake.Advance(time.Duration(rapid.Int64Range(0, 10).Draw(rt, "nudge")))
+			case 3:
+				back := time.Duration(rapid.Int64Range(0, int64(rule.Window)).Draw(rt, "back"))
+				fake.Set(fake.Now() - back)
+			default:
+				n := rapid.IntRange(-1, rule.Limit+1).Draw(rt, "n")
+				key := rapid.SampledFrom(keys).Draw(rt, "key")
+				now := fake.Now()
+				exp := want.allow(key, now, n)
+				if got := keyed.AllowN(key, n); got != exp {
+					rt.Fatalf("%s op %d: keyed AllowN(t=%v, %q, %d) = %+v, want %+v", rule, i, now, key, n, got, exp)
+				}
+				if single != nil && key == "a" {
+					// The single limiter mirrors key "a" of the keyed one.
+					if got := single.AllowN(n); got != exp {
+						rt.Fatalf("%s op %d: AllowN(t=%v, %d) = %+v, want %+v", rule, i, now, n, got, exp)
+					}
+				}
+			}
+		}
+	})
+}
+
+func testKeyIsolation(t *testing.T, v Variant, alg admit.Algorithm) {
+	fake := clock.NewFake()
+	lim, err := v.New(admit.Rule{Algorithm: alg, Limit: 2, Window: time.Minute}, admit.WithClock(fake))
+	require.NoError(t, err)
+	require.True(t, lim.AllowN("alice", 2).Allowed)
+	assert.False(t, lim.Allow("alice").Allowed, "alice has spent her limit")
+	assert.True(t, lim.AllowN("bob", 2).Allowed, "bob's budget is his own")
+	assert.True(t, lim.AllowN("", 2).Allowed, "the empty key is a key like any other")
+	assert.True(t, lim.AllowN("alice\x00", 2).Allowed, "keys are compared as whole strings")
+}
+
+// testKeyCopied checks that the limiter keeps its own copy of a key: a caller
+// that builds keys in a reused buffer must not rename the stored state.
+func testKeyCopied(t *testing.T, v Variant, alg admit.Algorithm) {
+	fake := clock.NewFake()
+	lim, err := v.New(admit.Rule{Algorithm: alg, Limit: 1, Window: time.Minute}, admit.WithClock(fake))
+	require.NoError(t, err)
+	buf := []byte("key-1")
+	key := unsafe.String(&buf[0], len(buf)) // aliases buf, as pooled-buffer callers do
+	require.True(t, lim.Allow(key).Allowed)
+	buf[4] = '2' // key now reads "key-2"
+	assert.False(t, lim.Allow("key-1").Allowed, "key-1 spent its limit before the buffer changed")
+	assert.True(t, lim.Allow("key-2").Allowed, "key-2 was never used")
+}
+
+// testFrozenClockExact: with the clock frozen, 32 goroutines on 8 keys, released
+// together, ask for far more than the limit with mixed weights; every key must
+// admit exactly its Limit in weight, no more (over-admission) and no less.
+func testFrozenClockExact(t *testing.T, v Variant, alg admit.Algorithm) {
+	const goroutines, keys, limit = 32, 8, 200
+	fake := clock.NewFake()
+	fake.Set(time.Hour)
+	rule := admit.Rule{Algorithm: alg, Limit: limit, Window: time.Minute}
+	lim, err := v.New(rule, admit.WithClock(fake))
+	require.NoError(t, err)
+	var single admit.Limiter
+	if v.NewLimiter != nil {
+		single, err = v.NewLimiter(rule, admit.WithClock(fake))
+		require.NoError(t, err)
+	}
+	var (
+		start     = make(chan struct{})
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		admitted  = map[string]int{}
+		singleSum int
+	)
+	for g := range goroutines {
+		wg.Go(func() {
+			<-start
+			local := map[string]int{}
+			localSingle := 0
+			for i := range 60 {
+				n := 1 + (g+i)%3 // weights 1, 2, 3
+				key := fmt.Sprintf("key-%d", (g+i)%keys)
+				if d := lim.AllowN(key, n); d.Allowed {
+					local[key] += n
+				}
+				if single != nil && single.AllowN(n).Allowed {
+					localSingle += n
+				}
+			}
+			mu.Lock()
+			for k, n := range local {
+				admitted[k] += n
+			}
+			singleSum += localSingle
+			mu.Unlock()
+		})
+	}
+	close(start)
+	wg.Wait()
+	// Demand per key is 32×60/8 requests of weight 2 on average: far above the
+	// limit, and weights 1 fill any gap a weight 3 leaves, so exactly limit pass.
+	for k := range keys {
+		key := fmt.Sprintf("key-%d", k)
+		assert.Equal(t, limit, admitted[key], "%v: weight admitted for %s", rule, key)
+	}
+	if single != nil {
+		assert.Equal(t, limit, singleSum, "%v: weight admitted by the single limiter", rule)
+	}
+}
+
+func testAllocs(t *testing.T, v Variant, alg admit.Algorithm) {
+	fake := clock.NewFake()
+	rule := admit.Rule{Algorithm: alg, Limit: 1 << 16, Window: time.Hour}
+	lim, err := v.New(rule, admit.WithClock(fake))
+	require.NoError(t, err)
+	lim.Allow("hot") // create the key (and a sliding log's ring)
+	allocs := testing.AllocsPerRun(1000, func() {
+		if !lim.Allow("hot").Allowed {
+			panic("the limit is large enough for every call")
+		}
+	})
+	assert.LessOrEqual(t, allocs, v.AllowAllocs, "%v: allocations per admitted Allow on an existing key", rule)
+	denyRule := admit.Rule{Algorithm: alg, Limit: 1, Window: time.Hour}
+	lim, err = v.New(denyRule, admit.WithClock(fake))
+	require.NoError(t, err)
+	lim.Allow("hot")
+	allocs = testing.AllocsPerRun(1000, func() {
+		if lim.Allow("hot").Allowed {
+			panic("the limit is spent")
+		}
+	})
+	assert.Zero(t, allocs, "%v: allocations per denied Allow", denyRule)
+	if v.NewLimiter != nil {
+		single, err := v.NewLimiter(denyRule, admit.WithClock(fake))
+		require.NoError(t, err)
+		single.Allow()
+		assert.Zero(t, testing.AllocsPerRun(1000, func() { single.Allow() }), "%v: allocations per single-key Allow", denyRule)
+	}
+}

@@ -1,0 +1,83 @@
+package kernel
+
+import (
+	"time"
+
+	"github.com/admit-go/admit"
+)
+
+// FixedWindow is the fixed-window kernel: at most Limit admissions in each
+// window [kW, (k+1)W) of the clock, where k = floor(now / W) (floor, not Go's
+// truncating division, so negative readings get windows of their own).
+// Across a window boundary up to 2×Limit may pass within a nanosecond; that is
+// the algorithm, not a bug.
+type FixedWindow struct {
+	limit     int64
+	window    int64
+	perWindow divider // divides nanoseconds by window
+}
+
+// FixedWindowState is one key's window. The zero value is an empty window.
+type FixedWindowState struct {
+	Window int64 // index k of the window Count belongs to
+	Count  int64 // admitted in window Window; 0 means fresh, Window meaningless
+}
+
+// NewFixedWindow returns the kernel for rule, which must be valid.
+func NewFixedWindow(rule admit.Rule) FixedWindow {
+	return FixedWindow{limit: int64(rule.Limit), window: int64(rule.Window), perWindow: newDivider(int64(rule.Window))}
+}
+
+// Index returns the index k of the window [kW, (k+1)W) holding reading now.
+func (k FixedWindow) Index(now time.Duration) int64 {
+	return k.perWindow.floorDiv(int64(clampTime(now)))
+}
+
+// current returns the window index and count in effect at reading now. A
+// reading that falls in a window older than the state's counts against the
+// state's window: a stale reading never reopens an old window.
+func (k FixedWindow) current(s *FixedWindowState, now int64) (idx, count int64) {
+	idx = k.Index(time.Duration(now))
+	if s.Count == 0 {
+		return idx, 0
+	}
+	if idx <= s.Window {
+		return s.Window, s.Count
+	}
+	return idx, 0
+}
+
+// Allow implements [Kernel].
+func (k FixedWindow) Allow(s *FixedWindowState, now time.Duration, n int) admit.Decision {
+	now = clampTime(now)
+	idx, count := k.current(s, int64(now))
+	end := wait(addSat(mulSat(idx, k.window), k.window), int64(now)) // until (idx+1)W
+	reset := end
+	if count == 0 {
+		reset = 0
+	}
+	if n < 0 || int64(n) > k.limit {
+		return never(k.limit, reset)
+	}
+	if count+int64(n) > k.limit {
+		return admit.Decision{Limit: int(k.limit), RetryAfter: time.Duration(end), ResetAfter: time.Duration(end)}
+	}
+	if n > 0 {
+		count += int64(n)
+		*s = FixedWindowState{Window: idx, Count: count}
+		reset = end
+	}
+	return admit.Decision{
+		Allowed:    true,
+		Limit:      int(k.limit),
+		Remaining:  int(k.limit - count),
+		ResetAfter: time.Duration(reset),
+	}
+}
+
+// Fresh implements [Kernel]: the window is empty or over.
+func (k FixedWindow) Fresh(s *FixedWindowState, now time.Duration) bool {
+	now = clampTime(now)
+	_, count := k.current(s, int64(now))
+	return count == 0
+}

@@ -1,0 +1,48 @@
+// Package kernel holds admit's four algorithms as pure arithmetic on small state
+// values. A kernel never locks, never reads a clock and never allocates (the
+// sliding log allocates its ring once per key, on the key's first admission):
+// it is given the state, the time and the request, and it advances the state.
+// The variants (atomic, locked, sharded) only decide how that state is guarded.
+//
+// Every kernel follows the same conventions:
+//
+//   - Time is a monotonic reading, in nanoseconds, from the variant's clock. A
+//     reading older than one the state has already seen (a clock set back, or
+//     a goroutine whose reading went stale before it reached the state) is
+//     never treated more kindly than the newest: it can neither refill a
+//     bucket nor reopen a window. The fixed window and the sliding log clamp
+//     it to the newest time seen. The token bucket (GCRA) judges it at its own
+//     time, when the bucket owes more; the sliding counter weighs the previous
+//     window at the stale reading's own position, or fully if the reading
+//     falls in an older window. Both are stricter than clamping, and neither
+//     needs a timestamp in the state, which is what lets their atomic variants
+//     fit one word.
+//   - A denied request leaves the state exactly as it was, and so does a probe
+//     (n == 0) and a request that can never pass (n < 0 or n > Limit).
+//   - The zero value of every state is a fresh key: a full bucket, an empty window.
+//   - RetryAfter and ResetAfter are measured from the caller's reading now, so
+//     that now+RetryAfter is the earliest clock reading at which the same request
+//     would pass. Arithmetic saturates rather than wraps.
+package kernel
+
+import (
+	"time"
+
+	"github.com/admit-go/admit"
+)
+
+// Kernel is what every algorithm offers a variant. S is the per-key state.
+type Kernel[S any] interface {
+	// Allow decides a request for n at reading now and advances *s to the state
+	// after the decision. It writes *s only when it admits n > 0.
+	Allow(s *S, now time.Duration, n int) admit.Decision
+
+	// Fresh reports whether *s, at reading now, is equivalent to the zero state:
+	// every future decision would be the same for both, so a store may drop it.
+	Fresh(s *S, now time.Duration) bool
+}
+
+// never is the decision for a request that can never pass: n < 0 or n > limit.
+func never(limit int64, resetAfter int64) admit.Decision {
+	return admit.Decision{Limit: int(limit), RetryAfter: admit.Never, ResetAfter: time.Duration(resetAfter)}
+}

@@ -1,0 +1,148 @@
+package kernel
+
+import (
+	"time"
+
+	"github.com/admit-go/admit"
+)
+
+// SlidingCounter is the sliding-window-counter kernel. It keeps the counts of
+// the current fixed window [kW, (k+1)W) and of the previous one, and estimates
+// the requests in the sliding span (now-W, now] as
+//
+//	prev × (W - elapsed)/W + curr
+//
+// where elapsed = now - kW: the previous window is assumed to have been
+// uniform. A request for n passes if the estimate plus n is at most Limit. The
+// comparison is done in integers, prev×(W-elapsed) + (curr+n)×W <= Limit×W, so
+// no floating point drifts.
+//
+// Bounds, which the tests check: any aligned window [kW, (k+1)W) admits at most
+// Limit, and any span of length W at most 2×Limit (when the previous window's
+// admissions all came at its very end). "At most Limit in any span of length W"
+// is NOT guaranteed; use the sliding log where that matters.
+type SlidingCounter struct {
+	limit     int64
+	window    int64
+	perWindow divider // divides by window
+}
+
+// SlidingCounterState is one key's pair of counters. The zero value is fresh.
+type SlidingCounterState struct {
+	Window int64 // index k of the current window
+	Prev   int64 // admitted in window k-1
+	Curr   int64 // admitted in window k
+}
+
+// NewSlidingCounter returns the kernel for rule, which must be valid.
+func NewSlidingCounter(rule admit.Rule) SlidingCounter {
+	return SlidingCounter{limit: int64(rule.Limit), window: int64(rule.Window), perWindow: newDivider(int64(rule.Window))}
+}
+
+// Index returns the index k of the fixed window [kW, (k+1)W) holding reading now.
+func (k SlidingCounter) Index(now time.Duration) int64 {
+	return k.perWindow.floorDiv(int64(clampTime(now)))
+}
+
+// current rolls the state forward to reading now: it returns the window index,
+// the elapsed time in it and the two counts in effect. A reading older than the
+// state's window counts as the start of that window, which weighs the previous
+// window fully: a stale reading is never treated more kindly than the truth.
+func (k SlidingCounter) current(s *SlidingCounterState, now int64) (idx, elapsed, prev, curr int64) {
+	idx = k.Index(time.Duration(now))
+	elapsed = now - mulSat(idx, k.window)
+	if s.Prev == 0 && s.Curr == 0 {
+		return idx, elapsed, 0, 0
+	}
+	switch {
+	case idx < s.Window:
+		return s.Window, 0, s.Prev, s.Curr
+	case idx == s.Window:
+		return idx, elapsed, s.Prev, s.Curr
+	case idx == s.Window+1:
+		return idx, elapsed, s.Curr, 0
+	}
+	return idx, elapsed, 0, 0
+}
+
+// fits reports whether n more pass with counts prev and curr at elapsed.
+func (k SlidingCounter) fits(elapsed, prev, curr, n int64) bool {
+	if curr+n > k.limit {
+		return false
+	}
+	// Both products are at most limit×window <= 2^62, so the sum fits a uint64.
+	return uint64(prev)*uint64(k.window-elapsed)+uint64(curr+n)*uint64(k.window) <= uint64(k.limit)*uint64(k.window)
+}
+
+// Allow implements [Kernel].
+func (k SlidingCounter) Allow(s *SlidingCounterState, now time.Duration, n int) admit.Decision {
+	now = clampTime(now)
+	idx, elapsed, prev, curr := k.current(s, int64(now))
+	start := mulSat(idx, k.window)
+	if n < 0 || int64(n) > k.limit {
+		return never(k.limit, k.untilIdle(start, prev, curr, int64(now)))
+	}
+	// n == 0 is a free probe and always passes: at a stale reading the estimate
+	// can exceed Limit even with nothing more (see current), so fits(0) may fail.
+	if n > 0 && !k.fits(elapsed, prev, curr, int64(n)) {
+		return admit.Decision{
+			Limit:      int(k.limit),
+			RetryAfter: time.Duration(wait(k.earliest(start, elapsed, prev, curr, int64(n)), int64(now))),
+			ResetAfter: time.Duration(k.untilIdle(start, prev, curr, int64(now))),
+		}
+	}
+	if n > 0 {
+		curr += int64(n)
+		*s = SlidingCounterState{Window: idx, Prev: prev, Curr: curr}
+	}
+	// Remaining: the largest m with prev×(W-elapsed) + (curr+m)×W <= limit×W.
+	room := k.perWindow.div(k.limit*k.window - prev*(k.window-elapsed))
+	return admit.Decision{
+		Allowed:    true,
+		Limit:      int(k.limit),
+		Remaining:  int(max(0, min(room-curr, k.limit))),
+		ResetAfter: time.Duration(k.untilIdle(start, prev, curr, int64(now))),
+	}
+}
+
+// earliest returns the earliest time at which n (0 < n <= limit) would pass,
+// given that it does not pass now, in window starting at start.
+func (k SlidingCounter) earliest(start, elapsed, prev, curr, n int64) int64 {
+	w := k.window
+	// In this window the previous window's weight falls as time passes: the
+	// request fits once prev×(W-e) <= (limit-curr-n)×W.
+	if prev > 0 && curr+n <= k.limit {
+		if e := w - (k.limit-curr-n)*w/prev; e < w && e > elapsed {
+			return addSat(start, e)
+		}
+	}
+	// In the next window, curr becomes the previous count and weighs
+	// curr×(W-e) <= (limit-n)×W.
+	next := addSat(start, w)
+	if curr <= k.limit-n {
+		return next
+	}
+	if e := w - (k.limit-n)*w/curr; e < w {
+		return addSat(next, e)
+	}
+	// Two windows on, both counts are gone.
+	return addSat(next, w)
+}
+
+// untilIdle is the wait from now until both counts have rolled out.
+func (k SlidingCounter) untilIdle(start, prev, curr, now int64) int64 {
+	switch {
+	case curr > 0:
+		return wait(addSat(start, 2*k.window), now)
+	case prev > 0:
+		return wait(addSat(start, k.window), now)
+	}
+	return 0
+}
+
+// Fresh implements [Kernel]: both counts have rolled out.
+func (k SlidingCounter) Fresh(s *SlidingCounterState, now time.Duration) bool {
+	now = clampTime(now)
+	_, _, prev, curr := k.current(s, int64(now))
+	return prev == 0 && curr == 0
+}

@@ -1,0 +1,132 @@
+package kernel
+
+import (
+	"time"
+
+	"github.com/admit-go/admit"
+)
+
+// SlidingLog is the sliding-log kernel: an admission at effective time t counts
+// against requests in [t, t+W) and expires at exactly t+W, so no span of length
+// W ever holds more than Limit admissions. Denials are never recorded (a flood
+// of denied requests cannot lock a key out).
+type SlidingLog struct {
+	limit  int64
+	window int64
+}
+
+// Log is one key's record of unexpired admissions: a ring buffer of Limit
+// timestamps, in ascending order from head. The zero value is an empty log; the
+// ring is allocated on the key's first admission, at exactly Limit entries.
+// Expired entries are dropped lazily, by the next admission.
+type Log struct {
+	ts   []time.Duration // ring; len(ts) == limit once allocated
+	head int             // index of the oldest entry
+	size int             // entries in use, from head (some may have expired)
+}
+
+// Len returns how many timestamps the log holds, expired ones included.
+func (l *Log) Len() int { return l.size }
+
+// NewSlidingLog returns the kernel for rule, which must be valid.
+func NewSlidingLog(rule admit.Rule) SlidingLog {
+	return SlidingLog{limit: int64(rule.Limit), window: int64(rule.Window)}
+}
+
+func (l *Log) at(i int) int64 {
+	j := l.head + i
+	if j >= len(l.ts) {
+		j -= len(l.ts)
+	}
+	return int64(l.ts[j])
+}
+
+// expired reports whether an entry at ts has expired at effective time eff,
+// which is never older than ts: eff - ts >= W, computed without overflow.
+func (k SlidingLog) expired(ts, eff int64) bool {
+	d := eff - ts
+	return d < 0 || d >= k.window // d < 0 only if the difference overflowed
+}
+
+// scan returns the effective time of reading now (the newest entry if now is
+// older) and the number of expired entries at the head of the log, found by
+// binary search since the log is sorted.
+func (k SlidingLog) scan(l *Log, now int64) (eff int64, dead int) {
+	eff = now
+	if l.size == 0 {
+		return eff, 0
+	}
+	if newest := l.at(l.size - 1); newest > eff {
+		eff = newest
+	}
+	lo, hi := 0, l.size // entries [0, lo) expired, [hi, size) live
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if k.expired(l.at(mid), eff) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return eff, lo
+}
+
+// Allow implements [Kernel]. It writes the log only when it admits n > 0, and it
+// writes n entries, one per admitted request.
+func (k SlidingLog) Allow(l *Log, now time.Duration, n int) admit.Decision {
+	now = clampTime(now)
+	eff, dead := k.scan(l, int64(now))
+	live := int64(l.size - dead)
+	if n < 0 || int64(n) > k.limit {
+		return never(k.limit, k.untilEmpty(l, live, int64(now)))
+	}
+	if live+int64(n) > k.limit {
+		// The (live+n-limit)-th oldest live entry must expire first.
+		oldest := l.at(dead + int(live+int64(n)-k.limit) - 1)
+		return admit.Decision{
+			Limit:      int(k.limit),
+			RetryAfter: time.Duration(wait(addSat(oldest, k.window), int64(now))),
+			ResetAfter: time.Duration(k.untilEmpty(l, live, int64(now))),
+		}
+	}
+	if n > 0 {
+		if l.ts == nil {
+			l.ts = make([]time.Duration, k.limit)
+		}
+		l.head += dead
+		if l.head >= len(l.ts) {
+			l.head -= len(l.ts)
+		}
+		l.size -= dead
+		for range n {
+			j := l.head + l.size
+			if j >= len(l.ts) {
+				j -= len(l.ts)
+			}
+			l.ts[j] = time.Duration(eff)
+			l.size++
+		}
+		live += int64(n)
+	}
+	return admit.Decision{
+		Allowed:    true,
+		Limit:      int(k.limit),
+		Remaining:  int(k.limit - live),
+		ResetAfter: time.Duration(k.untilEmpty(l, live, int64(now))),
+	}
+}
+
+// untilEmpty is the wait from now until every live entry has expired.
+func (k SlidingLog) untilEmpty(l *Log, live, now int64) int64 {
+	if live == 0 {
+		return 0
+	}
+	return wait(addSat(l.at(l.size-1), k.window), now)
+}
+
+// Fresh implements [Kernel]: every entry has expired.
+func (k SlidingLog) Fresh(l *Log, now time.Duration) bool {
+	now = clampTime(now)
+	_, dead := k.scan(l, int64(now))
+	return dead == l.size
+}

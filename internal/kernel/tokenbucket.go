@@ -1,0 +1,154 @@
+package kernel
+
+import (
+	"time"
+
+	"github.com/admit-go/admit"
+)
+
+// TokenBucket is the token-bucket kernel: a bucket of Limit tokens, refilled
+// continuously at Limit tokens per Window, starting full.
+//
+// It is GCRA, the generic cell rate algorithm, in exact integers. A token is
+// emitted every T = Window/Limit; the state is the theoretical arrival time
+// (TAT): the instant at which the bucket will be full again. The bucket's debt
+// at reading now is TAT − now; a request for n passes if the debt after it,
+// (max(TAT, now) + n·T) − now, is at most Window (a full bucket's worth), and
+// then TAT becomes max(TAT, now) + n·T.
+//
+// T is rarely a whole number of nanoseconds (3 per 10s is 3.333…s), so TAT is
+// kept as whole nanoseconds plus a fraction in units of 1/Limit ns, and debt is
+// counted in those units: a token costs Window units, a full bucket holds
+// Limit×Window units (at most 2^62, see admit.MaxLimitTimesWindow). Nothing is
+// rounded, so "3 per 10s" emptied at t is full again at exactly t+10s, and over
+// any span of readings of length d at most Limit + floor(d×Limit/Window) pass.
+//
+// A stale reading (older than a reading already applied) needs no clamp: the
+// debt it sees is larger, not smaller, so it can only be denied more, and TAT
+// never moves backwards because it only ever grows by max(TAT, now) + n·T.
+type TokenBucket struct {
+	limit    int64   // L: tokens in a full bucket; units in a nanosecond
+	window   int64   // W: nanoseconds to refill a full bucket; units in a token
+	capacity int64   // L×W: units in a full bucket
+	tokenNs  int64   // whole nanoseconds of T = W/L
+	tokenRem int64   // T's fraction, in units: W mod L
+	perToken divider // divides units by W
+}
+
+// TokenBucketState is one key's bucket. The zero value is a full bucket.
+type TokenBucketState struct {
+	// TAT is the theoretical arrival time's whole nanoseconds, biased by 2^63
+	// (stored as uint64(tat) ^ 1<<63) so that the zero value means minus
+	// infinity: a bucket that has always been full. Every admission sets it to
+	// at least MinInt64 + 1ns, so a used bucket is never mistaken for a fresh one.
+	TAT uint64
+	// Frac is the fraction of a nanosecond past TAT, in units of 1/Limit ns.
+	Frac int64
+}
+
+const bias = 1 << 63
+
+// NewTokenBucket returns the kernel for rule, which must be valid.
+func NewTokenBucket(rule admit.Rule) TokenBucket {
+	l, w := int64(rule.Limit), int64(rule.Window)
+	return TokenBucket{limit: l, window: w, capacity: l * w, tokenNs: w / l, tokenRem: w % l, perToken: newDivider(w)}
+}
+
+// Packable reports whether the whole state fits one word: when T is a whole
+// number of nanoseconds, Frac is always 0 and TAT alone is the state.
+func (k TokenBucket) Packable() bool { return k.tokenRem == 0 }
+
+// debt returns the bucket's debt in units at reading now, saturated just above
+// capacity when the TAT is further ahead than any bucket could be in debt (a
+// very stale reading): that request is denied either way.
+func (k TokenBucket) debt(tat, frac, now int64) int64 {
+	if tat < now || (tat == now && frac == 0) {
+		return 0
+	}
+	ahead := tat - now // > 0, or 0 with a fraction
+	if ahead < 0 || ahead > k.window {
+		return k.capacity + 1 // ahead < 0: tat - now overflowed
+	}
+	return ahead*k.limit + frac // <= L×W + L - 1 < 2^63
+}
+
+// cost returns n tokens' duration, n×W/L, as whole nanoseconds and a fraction.
+func (k TokenBucket) cost(n int64) (ns, rem int64) {
+	if n == 1 {
+		return k.tokenNs, k.tokenRem
+	}
+	units := n * k.window // n <= L, so at most L×W
+	return units / k.limit, units % k.limit
+}
+
+// Allow implements [Kernel].
+func (k TokenBucket) Allow(s *TokenBucketState, now time.Duration, n int) admit.Decision {
+	now = clampTime(now)
+	tat, frac := int64(s.TAT^bias), s.Frac
+	debt := k.debt(tat, frac, int64(now))
+	if n < 0 || int64(n) > k.limit {
+		return never(k.limit, untilFull(tat, frac, debt, int64(now)))
+	}
+	if n == 0 { // a probe; debt may exceed capacity for a stale reading
+		return admit.Decision{
+			Allowed:    true,
+			Limit:      int(k.limit),
+			Remaining:  int(k.perToken.div(max(0, k.capacity-debt))),
+			ResetAfter: time.Duration(untilFull(tat, frac, debt, int64(now))),
+		}
+	}
+	if int64(n)*k.window > k.capacity-debt {
+		// Denied: the request fits once TAT + n·T − W <= reading, i.e. at the
+		// ceiling of that instant.
+		costNs, costRem := k.cost(int64(n))
+		at := addSat(tat, costNs-k.window)
+		if f := frac + costRem; f >= k.limit { // f < 2L: at most one carry
+			at = addSat(at, 1)
+			if f > k.limit {
+				at = addSat(at, 1) // the ceiling of the fraction left
+			}
+		} else if f > 0 {
+			at = addSat(at, 1)
+		}
+		return admit.Decision{
+			Limit:      int(k.limit),
+			RetryAfter: time.Duration(wait(at, int64(now))),
+			ResetAfter: time.Duration(untilFull(tat, frac, debt, int64(now))),
+		}
+	}
+	if debt == 0 { // the bucket was full: TAT restarts from now
+		tat, frac = int64(now), 0
+	}
+	costNs, costRem := k.cost(int64(n))
+	frac += costRem
+	if frac >= k.limit {
+		frac -= k.limit
+		costNs++
+	}
+	tat = addSat(tat, costNs)
+	debt += int64(n) * k.window
+	*s = TokenBucketState{TAT: uint64(tat) ^ bias, Frac: frac}
+	return admit.Decision{
+		Allowed:    true,
+		Limit:      int(k.limit),
+		Remaining:  int(k.perToken.div(k.capacity - debt)),
+		ResetAfter: time.Duration(untilFull(tat, frac, debt, int64(now))),
+	}
+}
+
+// untilFull is the wait from now until a bucket with the given TAT is full.
+func untilFull(tat, frac, debt, now int64) int64 {
+	if debt == 0 {
+		return 0
+	}
+	if frac != 0 {
+		tat = addSat(tat, 1)
+	}
+	return wait(tat, now)
+}
+
+// Fresh implements [Kernel]: the bucket is full.
+func (k TokenBucket) Fresh(s *TokenBucketState, now time.Duration) bool {
+	now = clampTime(now)
+	return k.debt(int64(s.TAT^bias), s.Frac, int64(now)) == 0
+}

@@ -1,0 +1,18 @@
+package locked_test
+
+import (
+	"testing"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/conformance"
+	"github.com/admit-go/admit/locked"
+)
+
+func TestConformance(t *testing.T) {
+	conformance.Run(t, conformance.Variant{
+		Name:       "locked",
+		New:        locked.New,
+		NewLimiter: locked.NewLimiter,
+		Supports:   func(admit.Algorithm) bool { return true },
+	})
+}
