@@ -1,9 +1,45 @@
-// Package atomic will hold admit's lock-free variant: each key's state swapped
-// by compare-and-swap, either as an immutable snapshot behind an atomic.Pointer
-// or packed into a single atomic word, for the hottest keys. It is not released
-// yet and exports nothing; use package locked meanwhile.
+// Package atomic is admit's lock-free variant: each key's state is swapped by
+// compare-and-swap, never guarded by a lock, for the hottest keys.
 //
 // The name collides with sync/atomic; import it under an alias:
 //
 //	import admitatomic "github.com/admit-go/admit/atomic"
+//
+//	lim, err := admitatomic.New(rule) // an admit.KeyedLimiter
+//
+// # Forms
+//
+// A state that fits one 64-bit word is packed into an atomic.Uint64 and updated
+// with a CAS on that word: no allocation on any path. A state that does not fit
+// is an immutable snapshot behind an atomic.Pointer, replaced by a CAS on the
+// pointer: one 16- or 32-byte allocation per admission, none on a denial.
+//
+//   - Token bucket, packed ([TokenBucket]): the state is GCRA's theoretical
+//     arrival time, one int64 of nanoseconds. It needs the emission interval
+//     Window/Limit to be a whole number of nanoseconds (5 per 10s, 100 per
+//     second, 1000 per hour; not 3 per 10s). It never wraps: the word is the
+//     clock's own nanoseconds, which end 292 years after the clock's origin.
+//   - Token bucket, snapshot ([TokenBucketSnapshot]): any token-bucket rule,
+//     exact to a fraction of a nanosecond.
+//   - Fixed window, packed ([FixedWindow]): the count and the window index share
+//     the word (see [FixedWindow] for the bit map and its horizon).
+//   - Sliding counter: packed when Limit < 2^16, a snapshot otherwise.
+//   - Sliding log: not offered. Its state is a ring of Limit timestamps, which no
+//     single CAS can update; use package locked (or sharded) for it. The
+//     constructors return an error wrapping [admit.ErrUnsupported].
+//
+// [New] and [NewLimiter] choose the packed form whenever the rule allows it.
+//
+// # Consistency
+//
+// Every decision is linearizable: it takes effect at the instant of its
+// successful CAS (or, for a denial, of the load that saw the state it denied
+// on), and the decisions equal those of the mutex variant for the same sequence
+// of calls. Each limiter reads its clock once per call, before its first load;
+// a goroutine that loses a CAS retries with the same reading, which the kernels
+// treat conservatively when the state has meanwhile moved past it (see package
+// admit, "Time").
+//
+// Under heavy contention on one key, CAS retries spin where a mutex would park:
+// measure your own workload against package locked before assuming either wins.
 package atomic
