@@ -19,10 +19,12 @@ unit:
 demo:
 	$(GO) run ./cmd/admit demo
 
-## fuzz: fuzz the rule parser (FUZZTIME=1m by default).
+## fuzz: fuzz the rule parser and the rule-book readers (FUZZTIME=1m each).
 FUZZTIME ?= 1m
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParseRule -fuzztime $(FUZZTIME) .
+	$(GO) test -run '^$$' -fuzz '^FuzzParseRule$$' -fuzztime $(FUZZTIME) .
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./policy/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseJSON$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./policy/
 
 ## bench: the variants' own quick benchmarks (the full suite arrives in bench/).
 bench:

@@ -61,8 +61,8 @@
 //
 //   - locked: the kernel under a mutex (striped mutexes for keyed limiters).
 //     The reference the others are checked against; every algorithm.
-//   - atomic (not yet released): lock-free compare-and-swap on immutable
-//     snapshots or packed words, for the hottest keys.
+//   - atomic: lock-free compare-and-swap on packed words or immutable
+//     snapshots, for the hottest keys; every algorithm but the sliding log.
 //   - sharded (not yet released): a hash-sharded keyed store with idle-key
 //     eviction, for millions of keys.
 //

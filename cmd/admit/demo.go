@@ -1,44 +1,64 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
-	"github.com/admit-go/admit/locked"
+	"github.com/admit-go/admit/policy"
 )
 
-// demo replays the walkthrough of the design notes with the locked variant and
-// a fake clock.
-func demo(w io.Writer) error {
-	fake := clock.NewFake()
-	newKeyed := func(text string) (admit.KeyedLimiter, error) {
-		rule, err := admit.ParseRule(text)
-		if err != nil {
-			return nil, err
+// seedRules is the configuration of the design notes' walkthrough.
+const seedRules = `default    = token-bucket,5,10
+api./login = fixed-window,2,10
+user.vip-1 = token-bucket,8,10
+`
+
+func runDemo(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: admit demo\n\nReplay the design notes' walkthrough with a fake clock.\n")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
 		}
-		return locked.New(rule, admit.WithClock(fake))
+		return 2
 	}
-	// The rules of the notes' configuration: a default, a stricter rule for
-	// /login, a larger one for the user vip-1. Each limiter keeps one budget per
-	// key, and the key is the (user, API) pair.
-	def, err := newKeyed("token-bucket,5,10")
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "admit demo: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if err := demo(stdout); err != nil {
+		fmt.Fprintln(stderr, "admit demo:", err)
+		return 1
+	}
+	return 0
+}
+
+// demo replays the walkthrough of the design notes ("Walk Through One Full
+// Example", parts one to five) through policy.Service, with fake clocks, so
+// that it prints the same thing on every run.
+func demo(w io.Writer) error {
+	book, err := policy.Parse(strings.NewReader(seedRules))
 	if err != nil {
 		return err
 	}
-	login, err := newKeyed("fixed-window,2,10")
+	fake := clock.NewFake()
+	svc, err := policy.NewService(book, admit.WithClock(fake))
 	if err != nil {
 		return err
 	}
-	vip, err := newKeyed("token-bucket,8,10")
-	if err != nil {
-		return err
-	}
-	check := func(lim admit.KeyedLimiter, user, api, label string) {
-		d := lim.Allow(user + "|" + api)
+	check := func(user, api, label string) {
+		d := svc.Check(user, api)
 		line := fmt.Sprintf("t=%5dms  %-24s", fake.Now().Milliseconds(), user+" "+api+" "+label)
 		if d.Allowed {
 			fmt.Fprintf(w, "%s ALLOWED  remaining=%d\n", line, d.Remaining)
@@ -47,28 +67,41 @@ func demo(w io.Writer) error {
 		}
 	}
 
-	fmt.Fprintln(w, "Part one: alice calls /orders under the default rule (token-bucket,5,10s).")
+	fmt.Fprintln(w, "Rules (policy.Parse of the design notes' config):")
+	for _, l := range strings.Split(strings.TrimSpace(seedRules), "\n") {
+		fmt.Fprintln(w, "  "+l)
+	}
+
+	fmt.Fprintf(w, "\nPart one: alice calls /orders under the default rule (%v).\n", book.RuleFor("alice", "/orders"))
 	for i := 1; i <= 6; i++ {
-		check(def, "alice", "/orders", fmt.Sprintf("#%d", i))
+		check("alice", "/orders", fmt.Sprintf("#%d", i))
 	}
 	fake.Advance(2 * time.Second)
-	check(def, "alice", "/orders", "after 2s")
+	check("alice", "/orders", "after 2s")
 
-	fmt.Fprintln(w, "\nPart two: /login has its own rule (fixed-window,2,10s) and its own counter.")
+	fmt.Fprintf(w, "\nPart two: /login has its own rule (%v) and its own counter.\n", book.RuleFor("alice", "/login"))
 	for i := 1; i <= 3; i++ {
-		check(login, "alice", "/login", fmt.Sprintf("#%d", i))
+		check("alice", "/login", fmt.Sprintf("#%d", i))
 	}
 
-	fmt.Fprintln(w, "\nPart three: bob has his own budget; vip-1 has a user rule (token-bucket,8,10s).")
-	check(def, "bob", "/orders", "")
+	fmt.Fprintf(w, "\nPart three: bob has his own budget; vip-1 has a user rule (%v).\n", book.RuleFor("vip-1", "/orders"))
+	check("bob", "/orders", "")
 	for i := 1; i <= 6; i++ {
-		check(vip, "vip-1", "/orders", fmt.Sprintf("#%d", i))
+		check("vip-1", "/orders", fmt.Sprintf("#%d", i))
 	}
 
 	fmt.Fprintln(w, "\nPart four: 3 per 10s for every algorithm; 3 requests at 9.0s, then 3 at 10.0s.")
-	for _, alg := range []admit.Algorithm{admit.TokenBucket, admit.FixedWindow, admit.SlidingLog, admit.SlidingCounter} {
+	for _, alg := range []struct {
+		name string // as the design notes print it
+		alg  admit.Algorithm
+	}{
+		{"TOKEN_BUCKET", admit.TokenBucket},
+		{"FIXED_WINDOW", admit.FixedWindow},
+		{"SLIDING_WINDOW", admit.SlidingLog},
+		{"SLIDING_COUNTER", admit.SlidingCounter},
+	} {
 		c := clock.NewFake()
-		lim, err := locked.NewLimiter(admit.Rule{Algorithm: alg, Limit: 3, Window: 10 * time.Second}, admit.WithClock(c))
+		svc, err := serviceFor(admit.Rule{Algorithm: alg.alg, Limit: 3, Window: 10 * time.Second}, c)
 		if err != nil {
 			return err
 		}
@@ -76,41 +109,45 @@ func demo(w io.Writer) error {
 		for i, at := range []time.Duration{9 * time.Second, 10 * time.Second} {
 			c.Set(at)
 			for range 3 {
-				if lim.Allow().Allowed {
+				if svc.Check("alice", "/orders").Allowed {
 					got[i]++
 				}
 			}
 		}
-		fmt.Fprintf(w, "%-16s allowed %d at 9.0s, %d at 10.0s\n", alg, got[0], got[1])
+		fmt.Fprintf(w, "%-15s allowed %d at 9.0s, %d at 10.0s\n", alg.name, got[0], got[1])
 	}
 
 	fmt.Fprintln(w, "\nPart five: 8 goroutines make 50 calls each against a limit of 100, clock frozen.")
-	lim, err := locked.NewLimiter(admit.Rule{Algorithm: admit.TokenBucket, Limit: 100, Window: 10 * time.Second}, admit.WithClock(clock.NewFake()))
+	svc, err = serviceFor(admit.Rule{Algorithm: admit.TokenBucket, Limit: 100, Window: 10 * time.Second}, clock.NewFake())
 	if err != nil {
 		return err
 	}
 	var (
 		wg      sync.WaitGroup
-		mu      sync.Mutex
-		allowed int
+		allowed atomic.Int64
 		start   = make(chan struct{})
 	)
 	for range 8 {
 		wg.Go(func() {
 			<-start
-			n := 0
 			for range 50 {
-				if lim.Allow().Allowed {
-					n++
+				if svc.Check("alice", "/orders").Allowed {
+					allowed.Add(1)
 				}
 			}
-			mu.Lock()
-			allowed += n
-			mu.Unlock()
 		})
 	}
 	close(start)
 	wg.Wait()
-	fmt.Fprintf(w, "400 calls made, allowed = %d\n", allowed)
+	fmt.Fprintf(w, "400 calls made, allowed = %d\n", allowed.Load())
 	return nil
+}
+
+// serviceFor returns a Service whose only rule is the default rule r.
+func serviceFor(r admit.Rule, c clock.Clock) (*policy.Service, error) {
+	book, err := policy.Parse(strings.NewReader("default = " + r.String()))
+	if err != nil {
+		return nil, err
+	}
+	return policy.NewService(book, admit.WithClock(c))
 }

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"flag"
+	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,22 +19,179 @@ var update = flag.Bool("update", false, "rewrite testdata/demo.golden")
 // prints exactly the same thing, and the numbers are the design notes' numbers.
 func TestDemoGolden(t *testing.T) {
 	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"demo"}, &out, &errOut), errOut.String())
+	require.Equal(t, 0, run([]string{"demo"}, nil, &out, &errOut), errOut.String())
 	if *update {
 		require.NoError(t, os.WriteFile("testdata/demo.golden", out.Bytes(), 0o644))
 	}
 	want, err := os.ReadFile("testdata/demo.golden")
 	require.NoError(t, err)
 	assert.Equal(t, string(want), out.String())
+	assert.Empty(t, errOut.String())
+}
+
+// TestDemoMatchesSeed checks the demo prints every line the design notes'
+// walkthrough shows, verbatim.
+func TestDemoMatchesSeed(t *testing.T) {
+	var out bytes.Buffer
+	require.Equal(t, 0, run([]string{"demo"}, nil, &out, io.Discard))
+	lines := strings.Split(out.String(), "\n")
+	for _, want := range []string{
+		"t=    0ms  alice /orders #1         ALLOWED  remaining=4",
+		"t=    0ms  alice /orders #2         ALLOWED  remaining=3",
+		"t=    0ms  alice /orders #3         ALLOWED  remaining=2",
+		"t=    0ms  alice /orders #4         ALLOWED  remaining=1",
+		"t=    0ms  alice /orders #5         ALLOWED  remaining=0",
+		"t=    0ms  alice /orders #6         REJECTED retryAfter=2000ms",
+		"t= 2000ms  alice /orders after 2s   ALLOWED  remaining=0",
+		"t= 2000ms  alice /login #1          ALLOWED  remaining=1",
+		"t= 2000ms  alice /login #2          ALLOWED  remaining=0",
+		"t= 2000ms  alice /login #3          REJECTED retryAfter=8000ms",
+		"t= 2000ms  bob /orders              ALLOWED  remaining=4",
+		"t= 2000ms  vip-1 /orders #1         ALLOWED  remaining=7",
+		"t= 2000ms  vip-1 /orders #6         ALLOWED  remaining=2",
+		"TOKEN_BUCKET    allowed 3 at 9.0s, 0 at 10.0s",
+		"FIXED_WINDOW    allowed 3 at 9.0s, 3 at 10.0s",
+		"SLIDING_WINDOW  allowed 3 at 9.0s, 0 at 10.0s",
+		"SLIDING_COUNTER allowed 3 at 9.0s, 0 at 10.0s",
+		"400 calls made, allowed = 100",
+	} {
+		assert.Contains(t, lines, want)
+	}
 }
 
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{nil, {"nope"}, {"demo", "extra"}} {
+	for _, args := range [][]string{
+		nil, {"nope"}, {"demo", "extra"}, {"demo", "-x"},
+		{"check"}, {"check", "rules.conf"}, {"check", "-rules"}, {"check", "-rules", "a.conf", "extra"}, {"check", "-bogus"},
+	} {
 		var out, errOut bytes.Buffer
-		assert.Equal(t, 2, run(args, &out, &errOut), "run(%q)", args)
+		assert.Equal(t, 2, run(args, nil, &out, &errOut), "run(%q)", args)
 		assert.NotEmpty(t, errOut.String(), "run(%q) explains itself", args)
+		assert.Empty(t, out.String(), "run(%q) prints nothing on stdout", args)
+	}
+	for _, args := range [][]string{{"help"}, {"-h"}} {
+		var out, errOut bytes.Buffer
+		assert.Equal(t, 0, run(args, nil, &out, &errOut))
+		assert.Contains(t, out.String(), "check -rules FILE")
 	}
 	var out, errOut bytes.Buffer
-	assert.Equal(t, 0, run([]string{"help"}, &out, &errOut))
-	assert.Contains(t, out.String(), "demo")
+	assert.Equal(t, 0, run([]string{"check", "-h"}, nil, &out, &errOut))
+	assert.Contains(t, errOut.String(), "USER API [N] [+DURATION]")
+}
+
+func writeFile(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(p, []byte(text), 0o600))
+	return p
+}
+
+const seedFile = `# the design notes' config
+default    = token-bucket,5,10
+api./login = fixed-window,2,10
+user.vip-1 = token-bucket,8,10
+`
+
+func TestCheckValid(t *testing.T) {
+	for _, tc := range []struct{ name, text string }{
+		{"rules.conf", seedFile},
+		{"rules.json", `{"default": "token-bucket,5,10", "apis": {"/login": {"algorithm": "FixedWindow", "algoConfig": {"maxRequests": 2, "windowMs": 10000}}}, "users": {"vip-1": "token-bucket,8,10s"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, tc.name, tc.text)
+			var out, errOut bytes.Buffer
+			assert.Equal(t, 0, run([]string{"check", "-rules", path}, nil, &out, &errOut))
+			assert.Equal(t, path+`: 3 rules, valid
+  default    = token-bucket,5,10s
+  api./login = fixed-window,2,10s
+  user.vip-1 = token-bucket,8,10s
+`, out.String())
+			assert.Empty(t, errOut.String())
+		})
+	}
+	path := writeFile(t, "one.conf", "default = sliding-log,3,1")
+	var out bytes.Buffer
+	assert.Equal(t, 0, run([]string{"check", "-rules=" + path}, nil, &out, io.Discard))
+	assert.Equal(t, path+": 1 rule, valid\n  default = sliding-log,3,1s\n", out.String())
+}
+
+func TestCheckInvalid(t *testing.T) {
+	for _, tc := range []struct{ name, text, want string }{
+		{"bad.conf", "default = token-bucket,5,10\n\napi./login = fixed-window,0,10\n", "line 3: api./login: admit: invalid rule: limit 0 must be at least 1 (a rule that admits nothing is not a rate limit)\n"},
+		{"bad.conf", "default = token-bucket,5,10\nendpoint./x = fixed-window,1,10\n", `line 2: unknown name "endpoint./x"; want default, api.<api> (such as api./login) or user.<user> (such as user.vip-1)` + "\n"},
+		{"bad.json", "{\"default\": \"token-bucket,5,10\",\n \"apis\": {\"/login\": {\"algorithm\": \"TokenBucket\", \"algoConfig\": {\"capacity\": 10, \"refillRatePerSecond\": null}}}}", `line 2: apis["/login"].algoConfig.refillRatePerSecond: null is not a number; want a number such as 10` + "\n"},
+	} {
+		path := writeFile(t, tc.name, tc.text)
+		var out, errOut bytes.Buffer
+		// Requests on stdin are not read when the rules are invalid.
+		assert.Equal(t, 1, run([]string{"check", "-rules", path}, strings.NewReader("alice /orders\n"), &out, &errOut))
+		assert.Equal(t, path+": "+tc.want, errOut.String())
+		assert.Empty(t, out.String())
+	}
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 1, run([]string{"check", "-rules", filepath.Join(t.TempDir(), "missing.conf")}, nil, &out, &errOut))
+	assert.Contains(t, errOut.String(), "no such file or directory")
+}
+
+func TestCheckRequests(t *testing.T) {
+	path := writeFile(t, "rules.conf", seedFile)
+	stdin := `# the walkthrough, parts one to three
+alice /orders 6
+alice /orders +2s
+
+alice /login 3
+bob   /orders
+vip-1 /orders 2
+vip-1 /login +8s
+alice /login 0001
+alice /orders 1 +0s
+`
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"check", "-rules", path}, strings.NewReader(stdin), &out, &errOut), errOut.String())
+	assert.Empty(t, errOut.String())
+	assert.Equal(t, path+`: 3 rules, valid
+  default    = token-bucket,5,10s
+  api./login = fixed-window,2,10s
+  user.vip-1 = token-bucket,8,10s
+t=0s alice /orders #1: allowed remaining=4 retry-after=0s reset-after=2s (default = token-bucket,5,10s)
+t=0s alice /orders #2: allowed remaining=3 retry-after=0s reset-after=4s (default = token-bucket,5,10s)
+t=0s alice /orders #3: allowed remaining=2 retry-after=0s reset-after=6s (default = token-bucket,5,10s)
+t=0s alice /orders #4: allowed remaining=1 retry-after=0s reset-after=8s (default = token-bucket,5,10s)
+t=0s alice /orders #5: allowed remaining=0 retry-after=0s reset-after=10s (default = token-bucket,5,10s)
+t=0s alice /orders #6: denied remaining=0 retry-after=2s reset-after=10s (default = token-bucket,5,10s)
+t=2s alice /orders #1: allowed remaining=0 retry-after=0s reset-after=10s (default = token-bucket,5,10s)
+t=2s alice /login #1: allowed remaining=1 retry-after=0s reset-after=8s (api./login = fixed-window,2,10s)
+t=2s alice /login #2: allowed remaining=0 retry-after=0s reset-after=8s (api./login = fixed-window,2,10s)
+t=2s alice /login #3: denied remaining=0 retry-after=8s reset-after=8s (api./login = fixed-window,2,10s)
+t=2s bob /orders #1: allowed remaining=4 retry-after=0s reset-after=2s (default = token-bucket,5,10s)
+t=2s vip-1 /orders #1: allowed remaining=7 retry-after=0s reset-after=1.25s (user.vip-1 = token-bucket,8,10s)
+t=2s vip-1 /orders #2: allowed remaining=6 retry-after=0s reset-after=2.5s (user.vip-1 = token-bucket,8,10s)
+t=10s vip-1 /login #1: allowed remaining=7 retry-after=0s reset-after=1.25s (user.vip-1 = token-bucket,8,10s)
+t=10s alice /login #1: allowed remaining=1 retry-after=0s reset-after=10s (api./login = fixed-window,2,10s)
+t=10s alice /orders #1: allowed remaining=3 retry-after=0s reset-after=4s (default = token-bucket,5,10s)
+`, out.String())
+}
+
+func TestCheckMalformedRequests(t *testing.T) {
+	path := writeFile(t, "rules.conf", seedFile)
+	const want = "; want USER API [N] [+DURATION], such as alice /orders 3 +2s\n"
+	for _, tc := range []struct{ stdin, err string }{
+		{"alice\n", `admit check: standard input, line 1: "alice" has no API` + want},
+		{"alice /orders\nbob /orders 0\n", `admit check: standard input, line 2: N "0" is not a whole number from 1 to 10000` + want},
+		{"alice /orders -3\n", `admit check: standard input, line 1: N "-3" is not a whole number from 1 to 10000` + want},
+		{"alice /orders 10001\n", `admit check: standard input, line 1: N "10001" is not a whole number from 1 to 10000` + want},
+		{"alice /orders three\n", `admit check: standard input, line 1: N "three" is not a whole number from 1 to 10000` + want},
+		{"alice /orders +2\n", `admit check: standard input, line 1: "+2" is not +DURATION, a non-negative duration such as +2s or +1500ms` + want},
+		{"alice /orders +-2s\n", `admit check: standard input, line 1: "+-2s" is not +DURATION, a non-negative duration such as +2s or +1500ms` + want},
+		{"alice /orders ++2s\n", `admit check: standard input, line 1: "++2s" is not +DURATION, a non-negative duration such as +2s or +1500ms` + want},
+		{"alice /orders +2s 3\n", `admit check: standard input, line 1: unexpected "3" after the request` + want},
+		{"alice /orders 1 +2s extra\n", `admit check: standard input, line 1: unexpected "extra" after the request` + want},
+		{"alice /orders +2562047h\nalice /orders +1h\n", "admit check: standard input, line 2: +1h0m0s takes the clock past 2562047h47m16.854775807s, the largest time.Duration\n"},
+		{"#\n\n" + strings.Repeat("x", 5000) + "\n", "admit check: standard input, line 3: longer than 4096 bytes\n"},
+	} {
+		var out, errOut bytes.Buffer
+		assert.Equal(t, 1, run([]string{"check", "-rules", path}, strings.NewReader(tc.stdin), &out, &errOut), "stdin %q", tc.stdin)
+		assert.Equal(t, tc.err, errOut.String(), "stdin %q", tc.stdin)
+		assert.True(t, strings.HasPrefix(out.String(), path+": 3 rules, valid\n"), "the summary comes first")
+	}
 }

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/policy"
+)
+
+const checkUsage = `usage: admit check -rules FILE [< requests]
+
+Validate a rule file: JSON if its name ends in .json, else the properties
+format (default = token-bucket,5,10 / api./login = … / user.vip-1 = …).
+An invalid file is reported on standard error, with its line, and exits 1.
+
+If standard input is not a terminal, check then reads requests from it, one
+per line, and prints each decision:
+
+  USER API [N] [+DURATION]
+
++DURATION advances a fake clock (starting at 0) before the requests, in Go's
+syntax (+2s, +1500ms); N is how many requests to make (1 to %d, default 1).
+Blank lines and lines starting with # are skipped.
+
+flags:
+`
+
+// maxRequestsPerLine bounds N, and so the output of one request line.
+const maxRequestsPerLine = 10_000
+
+// maxRequestLine bounds the length of a request line.
+const maxRequestLine = 4096
+
+func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	rules := fs.String("rules", "", "the rule `FILE` to validate (required)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, checkUsage, maxRequestsPerLine)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "admit check: unexpected argument %q; give the rule file with -rules FILE\n", fs.Arg(0))
+		return 2
+	}
+	if *rules == "" {
+		fmt.Fprintln(stderr, "admit check: -rules FILE is required")
+		fs.Usage()
+		return 2
+	}
+	book, err := policy.Load(*rules)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	summarize(stdout, *rules, book)
+	if stdin == nil {
+		return 0
+	}
+	fake := clock.NewFake()
+	svc, err := policy.NewService(book, admit.WithClock(fake))
+	if err != nil {
+		fmt.Fprintln(stderr, "admit check:", err)
+		return 1
+	}
+	if err := checkRequests(stdin, stdout, svc, fake); err != nil {
+		fmt.Fprintln(stderr, "admit check:", err)
+		return 1
+	}
+	return 0
+}
+
+// summarize prints the rules of a valid book, aligned.
+func summarize(w io.Writer, file string, book *policy.Book) {
+	noun := "rules"
+	if book.Len() == 1 {
+		noun = "rule"
+	}
+	fmt.Fprintf(w, "%s: %d %s, valid\n", file, book.Len(), noun)
+	width := 0
+	for _, e := range book.Rules() {
+		width = max(width, min(len(e.Key()), 32))
+	}
+	for _, e := range book.Rules() {
+		fmt.Fprintf(w, "  %-*s = %v\n", width, e.Key(), e.Rule)
+	}
+}
+
+// checkRequests reads request lines from r and prints the decision of each
+// request.
+func checkRequests(r io.Reader, w io.Writer, svc *policy.Service, fake *clock.Fake) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 256), maxRequestLine+2)
+	bw := bufio.NewWriter(w)
+	defer bw.Flush()
+	line := 0
+	for sc.Scan() {
+		line++
+		req, err := parseRequest(sc.Text())
+		if err != nil {
+			return fmt.Errorf("standard input, line %d: %v; want USER API [N] [+DURATION], such as alice /orders 3 +2s", line, err)
+		}
+		if req.user == "" {
+			continue // blank or comment
+		}
+		if req.advance > time.Duration(math.MaxInt64)-fake.Now() {
+			return fmt.Errorf("standard input, line %d: +%v takes the clock past %v, the largest time.Duration", line, req.advance, time.Duration(math.MaxInt64))
+		}
+		fake.Advance(req.advance)
+		book := svc.Book()
+		for i := 1; i <= req.n; i++ {
+			d := svc.Check(req.user, req.api)
+			verdict := "allowed"
+			if !d.Allowed {
+				verdict = "denied"
+			}
+			fmt.Fprintf(bw, "t=%v %s %s #%d: %s remaining=%d retry-after=%s reset-after=%v (%v)\n",
+				fake.Now(), req.user, req.api, i, verdict, d.Remaining, retryAfter(d), d.ResetAfter, book.EntryFor(req.user, req.api))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return fmt.Errorf("standard input, line %d: longer than %d bytes", line+1, maxRequestLine)
+		}
+		return fmt.Errorf("reading standard input after line %d: %w", line, err)
+	}
+	return nil
+}
+
+func retryAfter(d admit.Decision) string {
+	if d.RetryAfter == admit.Never {
+		return "never"
+	}
+	return d.RetryAfter.String()
+}
+
+// request is one line of check's standard input. A zero user means the line
+// holds no request (blank, or a comment).
+type request struct {
+	user, api string
+	n         int
+	advance   time.Duration
+}
+
+func parseRequest(text string) (request, error) {
+	if len(text) > maxRequestLine {
+		return request{}, fmt.Errorf("longer than %d bytes", maxRequestLine)
+	}
+	f := strings.Fields(text)
+	if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+		return request{}, nil
+	}
+	if len(f) < 2 {
+		return request{}, fmt.Errorf("%q has no API", clip(text))
+	}
+	req := request{user: f[0], api: f[1], n: 1}
+	rest := f[2:]
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "+") {
+		n, err := strconv.Atoi(rest[0])
+		if err != nil || n < 1 || n > maxRequestsPerLine || rest[0][0] < '0' || rest[0][0] > '9' {
+			return request{}, fmt.Errorf("N %q is not a whole number from 1 to %d", clip(rest[0]), maxRequestsPerLine)
+		}
+		req.n, rest = n, rest[1:]
+	}
+	if len(rest) > 0 {
+		d, err := time.ParseDuration(rest[0][1:])
+		if !strings.HasPrefix(rest[0], "+") || err != nil || d < 0 || strings.HasPrefix(rest[0], "+-") || strings.HasPrefix(rest[0], "++") {
+			return request{}, fmt.Errorf("%q is not +DURATION, a non-negative duration such as +2s or +1500ms", clip(rest[0]))
+		}
+		req.advance, rest = d, rest[1:]
+	}
+	if len(rest) > 0 {
+		return request{}, fmt.Errorf("unexpected %q after the request", clip(rest[0]))
+	}
+	return req, nil
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}

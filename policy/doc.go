@@ -1,0 +1,40 @@
+// Package policy applies rate-limit rules from configuration to requests
+// identified by a user and an API.
+//
+// A [Book] holds the rules: a default rule, rules for particular APIs and
+// rules for particular users. The most specific rule wins: the user's rule,
+// else the API's rule, else the default ([Book.RuleFor]). Books are read from
+// the properties format of the design notes ([Parse]) or from JSON
+// ([ParseJSON]); [Load] picks the format by the file's extension:
+//
+//	# rules.conf
+//	default    = token-bucket,5,10s
+//	api./login = fixed-window,2,10s
+//	user.vip-1 = token-bucket,8,10s
+//
+// Both readers are strict, because a typo in a limit is a production
+// incident: anything they cannot read is an error (an *[Error]) that says
+// where it is (a line, a JSON path) and what would be right; nothing is
+// skipped or defaulted. Input is bounded ([MaxLineBytes], [MaxLines],
+// [MaxJSONBytes], [MaxRules], [MaxNameBytes]), so a hostile file cannot
+// exhaust memory.
+//
+// A [Service] checks requests against a book, with one independent budget per
+// (user, API) pair:
+//
+//	book, err := policy.Load("rules.conf")
+//	if err != nil {
+//		log.Fatal(err) // rules.conf: line 3: api./login: admit: invalid rule: …
+//	}
+//	svc, err := policy.NewService(book)
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	if d := svc.Check(userID, "/login"); !d.Allowed {
+//		// deny, with d.RetryAfter as the Retry-After hint
+//	}
+//
+// [Service.Reload] swaps in a new book while requests are being checked; the
+// pairs whose rule did not change keep their budgets. See docs/configuration.md
+// for both formats, every error, reload semantics and memory costs.
+package policy

@@ -1,0 +1,591 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/admit-go/admit"
+)
+
+// ParseJSON reads a rule book in JSON. The document is one object:
+//
+//	{
+//	  "default": "token-bucket,5,10s",
+//	  "apis":  {"/login": "fixed-window,2,10s"},
+//	  "users": {"vip-1": {"algorithm": "TokenBucket", "algoConfig": {"capacity": 8, "refillRatePerSecond": 0.8}}}
+//	}
+//
+// "default" is required; "apis" and "users", objects from an API or a user
+// name to its rule, are optional. Names follow the rules of [Parse]. Each rule
+// is either the text [admit.ParseRule] reads or an object naming an algorithm
+// and its parameters, after the design notes' configuration:
+//
+//	{"algorithm": "TokenBucket",          "algoConfig": {"capacity": C, "refillRatePerSecond": R}}
+//	{"algorithm": "FixedWindow",          "algoConfig": {"maxRequests": N, "windowMs": W}}
+//	{"algorithm": "SlidingWindowLog",     "algoConfig": {"maxRequests": N, "windowMs": W}}
+//	{"algorithm": "SlidingWindowCounter", "algoConfig": {"maxRequests": N, "windowMs": W}}
+//
+// A token bucket of capacity C refilled at R tokens per second is the rule
+// token-bucket,C,(C/R seconds): C and the window in which the whole capacity
+// refills. C/R seconds must be a whole number of nanoseconds. C, N and W are
+// whole numbers written without a fraction or an exponent; R is a positive
+// decimal such as 2 or 0.5, without an exponent. The other forms read N
+// requests per W milliseconds.
+//
+// ParseJSON is strict where encoding/json is lenient: an unknown field (also
+// inside algoConfig), a field name in the wrong case ("Default"), a field or
+// a name given twice, null, a value of the wrong type (the string "5" for a
+// number), a number out of range (1e400), text after the object and input
+// that is not UTF-8 are errors, as are a missing default and a book of more
+// than [MaxJSONBytes] bytes or [MaxRules] rules. The error is an *[Error]
+// that gives the line and the path of the problem and says what would be
+// right, such as
+//
+//	line 4: apis["/login"].algoConfig: unknown field "capacty"; TokenBucket wants "capacity" and "refillRatePerSecond"
+//
+// An error reading r is returned wrapped, as it is.
+func ParseJSON(r io.Reader) (*Book, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxJSONBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("policy: reading rules: %w", err)
+	}
+	if len(data) > MaxJSONBytes {
+		return nil, &Error{Msg: fmt.Sprintf("the JSON book is larger than %d bytes, the most a rule book may be", MaxJSONBytes)}
+	}
+	return parseJSON(data)
+}
+
+// MarshalJSON returns the book in the JSON format of [ParseJSON], each rule
+// in the canonical text of [admit.Rule.String], names sorted. "apis" and
+// "users" are left out when empty. It returns an error for a Book without a
+// default rule (the zero Book).
+func (b *Book) MarshalJSON() ([]byte, error) {
+	if err := b.validate(); err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	doc := struct {
+		Default string            `json:"default"`
+		APIs    map[string]string `json:"apis,omitempty"`
+		Users   map[string]string `json:"users,omitempty"`
+	}{Default: b.def.String()}
+	if len(b.apis) > 0 {
+		doc.APIs = make(map[string]string, len(b.apis))
+		for name, r := range b.apis {
+			doc.APIs[name] = r.String()
+		}
+	}
+	if len(b.users) > 0 {
+		doc.Users = make(map[string]string, len(b.users))
+		for name, r := range b.users {
+			doc.Users[name] = r.String()
+		}
+	}
+	return json.Marshal(doc)
+}
+
+// UnmarshalJSON reads data with the rules of [ParseJSON] (null included: it
+// is an error, not a no-op) and replaces b's contents with the book read, so
+// that a *Book can be a field of a larger configuration. Line numbers in its
+// errors count from the start of data. A Book must not change while it is in
+// use, so unmarshal only into a new Book; on error b is left unchanged.
+func (b *Book) UnmarshalJSON(data []byte) error {
+	nb, err := parseJSON(data)
+	if err != nil {
+		return err
+	}
+	*b = *nb
+	return nil
+}
+
+// ruleWant says what a rule may look like, for error messages.
+const ruleWant = `want rule text such as "token-bucket,5,10s" or an object such as {"algorithm": "TokenBucket", "algoConfig": {"capacity": 5, "refillRatePerSecond": 0.5}}`
+
+// objectForm is one algorithm of the object form of a rule.
+type objectForm struct {
+	name   string // the "algorithm" value, such as "TokenBucket"
+	alg    admit.Algorithm
+	params [2]string // the algoConfig fields, all required
+}
+
+var objectForms = []objectForm{
+	{"TokenBucket", admit.TokenBucket, [2]string{"capacity", "refillRatePerSecond"}},
+	{"FixedWindow", admit.FixedWindow, [2]string{"maxRequests", "windowMs"}},
+	{"SlidingWindowLog", admit.SlidingLog, [2]string{"maxRequests", "windowMs"}},
+	{"SlidingWindowCounter", admit.SlidingCounter, [2]string{"maxRequests", "windowMs"}},
+}
+
+func (f objectForm) wants() string {
+	return fmt.Sprintf("%s wants %q and %q", f.name, f.params[0], f.params[1])
+}
+
+// jsonParser walks the tokens of a JSON book, so that it sees what
+// encoding/json's decoding into structs would hide: duplicate fields, the case
+// of names, null.
+type jsonParser struct {
+	data  []byte
+	dec   *json.Decoder
+	rules int
+}
+
+// parseError is an error at byte offset off of the input (0: the whole book).
+func (p *jsonParser) errorAt(off int64, path, msg string, err error) *Error {
+	e := &Error{Path: path, Msg: msg, Err: err}
+	if off > 0 {
+		e.Line = 1 + bytes.Count(p.data[:min(off, int64(len(p.data)))], []byte{'\n'})
+	}
+	return e
+}
+
+// next returns the next token and the offset just after it; on a syntax
+// error, an *Error at the offending byte.
+func (p *jsonParser) next(path string) (json.Token, int64, error) {
+	tok, err := p.dec.Token()
+	if err != nil {
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &se):
+			return nil, 0, p.errorAt(max(se.Offset, 1), path, "invalid JSON: "+se.Error(), nil)
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, 0, p.errorAt(int64(len(p.data)), path, "invalid JSON: unexpected end of input", nil)
+		}
+		return nil, 0, p.errorAt(p.dec.InputOffset(), path, "invalid JSON", err)
+	}
+	// The offset is just past the token; its last byte is on the token's line.
+	return tok, max(p.dec.InputOffset(), 1), nil
+}
+
+// key reads an object's next key (the decoder guarantees it is a string).
+func (p *jsonParser) key(path string) (string, int64, error) {
+	tok, off, err := p.next(path)
+	if err != nil {
+		return "", 0, err
+	}
+	k, ok := tok.(string)
+	if !ok {
+		return "", 0, p.errorAt(off, path, "invalid JSON: want a field name", nil)
+	}
+	return k, off, nil
+}
+
+// open reads the '{' that starts an object; what describes the object for a
+// type error.
+func (p *jsonParser) open(path, what string) (int64, error) {
+	tok, off, err := p.next(path)
+	if err != nil {
+		return 0, err
+	}
+	if tok != json.Delim('{') {
+		return 0, p.errorAt(off, path, fmt.Sprintf("%s is not an object; want %s", describe(tok), what), nil)
+	}
+	return off, nil
+}
+
+// close reads the '}' that ends an object after dec.More reported false.
+func (p *jsonParser) close(path string) error {
+	_, _, err := p.next(path)
+	return err
+}
+
+// dup checks a field name against those already seen in the same object.
+func (p *jsonParser) dup(seen map[string]int64, name string, off int64, path string) error {
+	if first, ok := seen[name]; ok {
+		return p.errorAt(off, path, fmt.Sprintf("duplicate field %s (first on line %d); each field may appear once", quoteName(name), p.errorAt(first, "", "", nil).Line), nil)
+	}
+	seen[name] = off
+	return nil
+}
+
+// unknownField is the error for a field name not in known.
+func (p *jsonParser) unknownField(name string, off int64, path string, known []string, want string) *Error {
+	for _, k := range known {
+		if strings.EqualFold(name, k) {
+			return p.errorAt(off, path, fmt.Sprintf("unknown field %s; field names are case-sensitive: did you mean %q?", quoteName(name), k), nil)
+		}
+	}
+	return p.errorAt(off, path, fmt.Sprintf("unknown field %s; %s", quoteName(name), want), nil)
+}
+
+// describe names a token in an error message.
+func describe(tok json.Token) string {
+	switch t := tok.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return fmt.Sprint(t)
+	case json.Number:
+		return "the number " + clip(string(t))
+	case string:
+		return "the string " + quoteName(t)
+	case json.Delim:
+		if t == '[' {
+			return "an array"
+		}
+		return "an object"
+	}
+	return fmt.Sprintf("%T", tok)
+}
+
+// join returns the path of field in the object at path: path.field, or
+// path["field"] when field is not a short identifier (it comes from the
+// input, so it is quoted and shortened).
+func join(path, field string) string {
+	ident := field != "" && len(field) <= 64
+	for _, c := range field {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
+			ident = false
+		}
+	}
+	switch {
+	case !ident:
+		return path + "[" + quoteName(field) + "]"
+	case path == "":
+		return field
+	}
+	return path + "." + field
+}
+
+func parseJSON(data []byte) (*Book, error) {
+	p := &jsonParser{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
+	p.dec.UseNumber()
+	if !utf8.Valid(data) {
+		off := 0
+		for off < len(data) {
+			r, size := utf8.DecodeRune(data[off:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			off += size
+		}
+		return nil, p.errorAt(int64(off)+1, "", "not valid UTF-8; save the file as UTF-8", nil)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, &Error{Msg: `empty input; want a JSON object such as {"default": "token-bucket,5,10s"}`}
+	}
+	const bookWant = `a JSON object such as {"default": "token-bucket,5,10s", "apis": {"/login": "fixed-window,2,10s"}, "users": {"vip-1": "token-bucket,8,10s"}}`
+	if _, err := p.open("", bookWant); err != nil {
+		return nil, err
+	}
+	bd := newBuilder()
+	seen := map[string]int64{}
+	known := []string{"default", "apis", "users"}
+	for p.dec.More() {
+		key, off, err := p.key("")
+		if err != nil {
+			return nil, err
+		}
+		if err := p.dup(seen, key, off, ""); err != nil {
+			return nil, err
+		}
+		switch key {
+		case "default":
+			if p.rules++; p.rules > MaxRules {
+				return nil, p.errorAt(off, "default", fmt.Sprintf("too many rules; a book holds at most %d", MaxRules), nil)
+			}
+			r, err := p.rule("default")
+			if err != nil {
+				return nil, err
+			}
+			bd.add(Entry{Scope: Default, Rule: r}, "default") // cannot clash: dup saw every field
+		case "apis":
+			err = p.names(bd, API, "apis")
+		case "users":
+			err = p.names(bd, User, "users")
+		default:
+			err = p.unknownField(key, off, "", known, `want "default", "apis" or "users"`)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := p.close(""); err != nil {
+		return nil, err
+	}
+	if tok, err := p.dec.Token(); err != io.EOF {
+		off := p.dec.InputOffset()
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			off = se.Offset
+		}
+		what := "text"
+		if err == nil {
+			what = describe(tok)
+		}
+		return nil, p.errorAt(max(off, 1), "", fmt.Sprintf("%s after the end of the book's object; a JSON book is one object and nothing else", what), nil)
+	}
+	if !bd.seen {
+		return nil, &Error{Msg: missingDefault}
+	}
+	return &bd.book, nil
+}
+
+// names reads the object of API or user rules in field.
+func (p *jsonParser) names(bd *bookBuilder, s Scope, field string) error {
+	example := `{"/login": "fixed-window,2,10s"}`
+	if s == User {
+		example = `{"vip-1": "token-bucket,8,10s"}`
+	}
+	if _, err := p.open(field, "an object from name to rule such as "+example+", or no "+field+" field at all"); err != nil {
+		return err
+	}
+	seen := map[string]int64{}
+	for p.dec.More() {
+		name, off, err := p.key(field)
+		if err != nil {
+			return err
+		}
+		path := field + "[" + quoteName(name) + "]"
+		if msg := checkName(s, name); msg != "" {
+			return p.errorAt(off, path, msg, nil)
+		}
+		if first, ok := seen[name]; ok {
+			return p.errorAt(off, path, fmt.Sprintf("duplicate name %s (first on line %d); each name may appear once", quoteName(name), p.errorAt(first, "", "", nil).Line), nil)
+		}
+		seen[name] = off
+		if p.rules++; p.rules > MaxRules {
+			return p.errorAt(off, path, fmt.Sprintf("too many rules; a book holds at most %d", MaxRules), nil)
+		}
+		r, err := p.rule(path)
+		if err != nil {
+			return err
+		}
+		bd.add(Entry{Scope: s, Name: name, Rule: r}, path) // cannot clash: seen saw every name
+	}
+	return p.close(field)
+}
+
+// rule reads a rule at path: rule text or the object form.
+func (p *jsonParser) rule(path string) (admit.Rule, error) {
+	tok, off, err := p.next(path)
+	if err != nil {
+		return admit.Rule{}, err
+	}
+	switch t := tok.(type) {
+	case string:
+		r, err := admit.ParseRule(t)
+		if err != nil {
+			return admit.Rule{}, p.errorAt(off, path, "", err)
+		}
+		return r, nil
+	case json.Delim:
+		if t == '{' {
+			return p.ruleObject(path, off)
+		}
+	}
+	return admit.Rule{}, p.errorAt(off, path, fmt.Sprintf("%s is not a rule; %s", describe(tok), ruleWant), nil)
+}
+
+// param is one field of an algoConfig object.
+type param struct {
+	name string
+	val  json.Number
+	off  int64
+}
+
+// ruleObject reads the object form of a rule after its '{' (at offset open).
+func (p *jsonParser) ruleObject(path string, open int64) (admit.Rule, error) {
+	var (
+		alg          string
+		algOff       int64
+		params       []param
+		cfgOff       int64
+		seen         = map[string]int64{}
+		cfgPath      = join(path, "algoConfig")
+		algorithmErr = func(tok json.Token, off int64) error {
+			return p.errorAt(off, join(path, "algorithm"), fmt.Sprintf("%s is not an algorithm; want one of %s", describe(tok), formNames()), nil)
+		}
+	)
+	for p.dec.More() {
+		key, off, err := p.key(path)
+		if err != nil {
+			return admit.Rule{}, err
+		}
+		if err := p.dup(seen, key, off, path); err != nil {
+			return admit.Rule{}, err
+		}
+		switch key {
+		case "algorithm":
+			tok, off, err := p.next(join(path, key))
+			if err != nil {
+				return admit.Rule{}, err
+			}
+			s, ok := tok.(string)
+			if !ok {
+				return admit.Rule{}, algorithmErr(tok, off)
+			}
+			alg, algOff = s, off
+		case "algoConfig":
+			if cfgOff, err = p.open(cfgPath, `an object of the algorithm's parameters, such as {"maxRequests": 5, "windowMs": 1000}`); err != nil {
+				return admit.Rule{}, err
+			}
+			cfgSeen := map[string]int64{}
+			for p.dec.More() {
+				name, off, err := p.key(cfgPath)
+				if err != nil {
+					return admit.Rule{}, err
+				}
+				if err := p.dup(cfgSeen, name, off, cfgPath); err != nil {
+					return admit.Rule{}, err
+				}
+				tok, voff, err := p.next(join(cfgPath, name))
+				if err != nil {
+					return admit.Rule{}, err
+				}
+				n, ok := tok.(json.Number)
+				if !ok {
+					return admit.Rule{}, p.errorAt(voff, join(cfgPath, name), fmt.Sprintf("%s is not a number; want a number such as 10", describe(tok)), nil)
+				}
+				params = append(params, param{name, n, voff})
+			}
+			if err := p.close(cfgPath); err != nil {
+				return admit.Rule{}, err
+			}
+		default:
+			if err := p.unknownField(key, off, path, []string{"algorithm", "algoConfig"}, `a rule object has only "algorithm" and "algoConfig"`); err != nil {
+				return admit.Rule{}, err
+			}
+		}
+	}
+	if err := p.close(path); err != nil {
+		return admit.Rule{}, err
+	}
+	if algOff == 0 {
+		return admit.Rule{}, p.errorAt(open, path, fmt.Sprintf(`missing field "algorithm"; want one of %s`, formNames()), nil)
+	}
+	var form objectForm
+	for _, f := range objectForms {
+		if f.name == alg {
+			form = f
+		}
+	}
+	if form.alg == 0 {
+		for _, f := range objectForms {
+			if strings.EqualFold(f.name, alg) {
+				return admit.Rule{}, p.errorAt(algOff, join(path, "algorithm"), fmt.Sprintf("unknown algorithm %s; algorithm names are case-sensitive: did you mean %q?", quoteName(alg), f.name), nil)
+			}
+		}
+		return admit.Rule{}, p.errorAt(algOff, join(path, "algorithm"), fmt.Sprintf("unknown algorithm %s; want one of %s", quoteName(alg), formNames()), nil)
+	}
+	if cfgOff == 0 {
+		return admit.Rule{}, p.errorAt(open, path, fmt.Sprintf(`missing field "algoConfig"; %s`, form.wants()), nil)
+	}
+	var vals [2]param
+	for _, pm := range params {
+		i := 0
+		for i < 2 && form.params[i] != pm.name {
+			i++
+		}
+		if i == 2 {
+			return admit.Rule{}, p.unknownField(pm.name, pm.off, cfgPath, form.params[:], form.wants())
+		}
+		vals[i] = pm
+	}
+	for i, v := range vals {
+		if v.off == 0 {
+			return admit.Rule{}, p.errorAt(cfgOff, cfgPath, fmt.Sprintf("missing field %q; %s", form.params[i], form.wants()), nil)
+		}
+	}
+	r, bad, msg := form.rule(vals)
+	if msg != "" {
+		return admit.Rule{}, p.errorAt(vals[bad].off, join(cfgPath, vals[bad].name), msg, nil)
+	}
+	if err := r.Validate(); err != nil {
+		return admit.Rule{}, p.errorAt(open, path, "as "+r.String(), err)
+	}
+	return r, nil
+}
+
+func formNames() string {
+	names := make([]string, len(objectForms))
+	for i, f := range objectForms {
+		names[i] = fmt.Sprintf("%q", f.name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// rule converts the form's two parameters to a rule. On error it returns
+// which parameter is at fault and the message.
+func (f objectForm) rule(vals [2]param) (admit.Rule, int, string) {
+	first, msg := whole(vals[0].val, admit.MaxLimit)
+	if msg != "" {
+		return admit.Rule{}, 0, msg
+	}
+	if f.alg != admit.TokenBucket {
+		ms, msg := whole(vals[1].val, math.MaxInt64/uint64(time.Millisecond))
+		if msg != "" {
+			return admit.Rule{}, 1, msg
+		}
+		return admit.Rule{Algorithm: f.alg, Limit: int(first), Window: time.Duration(ms) * time.Millisecond}, 0, ""
+	}
+	w, msg := refillWindow(first, string(vals[1].val))
+	if msg != "" {
+		return admit.Rule{}, 1, msg
+	}
+	return admit.Rule{Algorithm: admit.TokenBucket, Limit: int(first), Window: w}, 0, ""
+}
+
+// whole reads a JSON number that must be a whole number in [1, max].
+func whole(n json.Number, max uint64) (uint64, string) {
+	s := string(n)
+	const want = "want a whole number such as 10, written without a fraction or an exponent"
+	switch {
+	case strings.HasPrefix(s, "-"):
+		return 0, fmt.Sprintf("%s must be at least 1", clip(s))
+	case strings.ContainsAny(s, ".eE"):
+		return 0, fmt.Sprintf("%s is not accepted; %s", clip(s), want)
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || v > max {
+		return 0, fmt.Sprintf("%s exceeds the maximum %d", clip(s), max)
+	}
+	if v == 0 {
+		return 0, "0 must be at least 1"
+	}
+	return v, ""
+}
+
+// maxRateDigits bounds the digits of a refill rate, to keep the exact
+// arithmetic on it small.
+const maxRateDigits = 40
+
+// refillWindow returns the window in which a bucket of capacity tokens refills
+// at rate tokens per second: capacity/rate seconds, exactly, or a message.
+func refillWindow(capacity uint64, rate string) (time.Duration, string) {
+	const want = "want a positive decimal number of tokens per second, such as 2 or 0.5, written without an exponent"
+	switch {
+	case strings.HasPrefix(rate, "-"):
+		return 0, fmt.Sprintf("%s must be positive; %s", clip(rate), want)
+	case strings.ContainsAny(rate, "eE"):
+		return 0, fmt.Sprintf("%s is not accepted; %s", clip(rate), want)
+	case len(rate) > maxRateDigits:
+		return 0, fmt.Sprintf("%s has more than %d digits; %s", clip(rate), maxRateDigits, want)
+	}
+	intPart, frac, _ := strings.Cut(rate, ".")
+	m, _ := new(big.Int).SetString(intPart+frac, 10) // digits only: JSON syntax checked it
+	if m.Sign() == 0 {
+		return 0, fmt.Sprintf("%s must be positive (a bucket that never refills is not a rate limit); %s", rate, want)
+	}
+	// capacity / (m / 10^len(frac)) seconds = capacity × 10^(9+len(frac)) / m ns.
+	num := new(big.Int).Mul(new(big.Int).SetUint64(capacity), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(9+len(frac))), nil))
+	q, rem := new(big.Int).QuoRem(num, m, new(big.Int))
+	if rem.Sign() != 0 {
+		half := strconv.FormatUint(capacity/2, 10)
+		if capacity%2 == 1 {
+			half += ".5"
+		}
+		return 0, fmt.Sprintf("the refill window capacity / refillRatePerSecond = %d / %s seconds is not a whole number of nanoseconds; choose a rate that divides capacity × 10^9 exactly, such as %d (a 1s window) or %s (2s)",
+			capacity, rate, capacity, half)
+	}
+	if !q.IsInt64() {
+		return 0, fmt.Sprintf("the refill window capacity / refillRatePerSecond = %d / %s seconds overflows a time.Duration (about 292 years); raise the rate", capacity, rate)
+	}
+	return time.Duration(q.Int64()), ""
+}
