@@ -26,9 +26,9 @@ func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
 	switch rule.Algorithm {
 	case admit.TokenBucket:
 		if k := kernel.NewTokenBucket(rule); k.Packable() {
-			return newKeyed[tbCell](&k, rule, set), nil
+			return newKeyed[tbCell](k, rule, set), nil
 		} else {
-			return newKeyed[tbSnapCell](&k, rule, set), nil
+			return newKeyed[tbSnapCell](k, rule, set), nil
 		}
 	case admit.FixedWindow:
 		return newKeyed[fwCell](newFWCodec(rule), rule, set), nil
@@ -37,7 +37,7 @@ func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
 			return newKeyed[scCell](c, rule, set), nil
 		}
 		k := kernel.NewSlidingCounter(rule)
-		return newKeyed[scSnapCell](&k, rule, set), nil
+		return newKeyed[scSnapCell](k, rule, set), nil
 	}
 }
 
@@ -53,9 +53,9 @@ func NewLimiter(rule admit.Rule, opts ...admit.Option) (admit.Limiter, error) {
 	switch rule.Algorithm {
 	case admit.TokenBucket:
 		if k := kernel.NewTokenBucket(rule); k.Packable() {
-			return &TokenBucket{k: k, clock: set.Clock}, nil
+			return &TokenBucket{k: *k, clock: set.Clock}, nil
 		}
-		return &TokenBucketSnapshot{k: kernel.NewTokenBucket(rule), clock: set.Clock}, nil
+		return &TokenBucketSnapshot{k: *kernel.NewTokenBucket(rule), clock: set.Clock}, nil
 	case admit.FixedWindow:
 		return &FixedWindow{codec: newFWCodec(rule), clock: set.Clock}, nil
 	default:
@@ -63,7 +63,7 @@ func NewLimiter(rule admit.Rule, opts ...admit.Option) (admit.Limiter, error) {
 			return &single[scCell, *scCell, *scCodec]{k: c, clock: set.Clock}, nil
 		}
 		k := kernel.NewSlidingCounter(rule)
-		return &single[scSnapCell, *scSnapCell, *kernel.SlidingCounter]{k: &k, clock: set.Clock}, nil
+		return &single[scSnapCell, *scSnapCell, *kernel.SlidingCounter]{k: k, clock: set.Clock}, nil
 	}
 }
 

@@ -160,5 +160,5 @@ func tokenBucket(rule admit.Rule, opts []admit.Option) (kernel.TokenBucket, admi
 	if err != nil {
 		return kernel.TokenBucket{}, admit.Settings{}, err
 	}
-	return kernel.NewTokenBucket(rule), set, nil
+	return *kernel.NewTokenBucket(rule), set, nil
 }

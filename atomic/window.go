@@ -35,7 +35,7 @@ type fwCodec struct {
 
 func newFWCodec(rule admit.Rule) *fwCodec {
 	cb := uint(bits.Len(uint(rule.Limit)))
-	return &fwCodec{k: kernel.NewFixedWindow(rule), cb: cb, mask: 1<<cb - 1}
+	return &fwCodec{k: *kernel.NewFixedWindow(rule), cb: cb, mask: 1<<cb - 1}
 }
 
 func (c *fwCodec) pack(s kernel.FixedWindowState) uint64 {
@@ -138,7 +138,7 @@ func newSCCodec(rule admit.Rule) (*scCodec, bool) {
 		return nil, false
 	}
 	cb := uint(bits.Len(uint(rule.Limit)))
-	return &scCodec{k: kernel.NewSlidingCounter(rule), cb: cb, mask: 1<<cb - 1}, true
+	return &scCodec{k: *kernel.NewSlidingCounter(rule), cb: cb, mask: 1<<cb - 1}, true
 }
 
 func (c *scCodec) pack(s kernel.SlidingCounterState) uint64 {

@@ -59,13 +59,13 @@ func NewLimiter(rule admit.Rule, opts ...admit.Option) (admit.Limiter, error) {
 	}
 	switch rule.Algorithm {
 	case admit.TokenBucket:
-		return &single[kernel.TokenBucketState, kernel.TokenBucket]{k: kernel.NewTokenBucket(rule), clock: set.Clock}, nil
+		return &single[kernel.TokenBucketState, *kernel.TokenBucket]{k: kernel.NewTokenBucket(rule), clock: set.Clock}, nil
 	case admit.FixedWindow:
-		return &single[kernel.FixedWindowState, kernel.FixedWindow]{k: kernel.NewFixedWindow(rule), clock: set.Clock}, nil
+		return &single[kernel.FixedWindowState, *kernel.FixedWindow]{k: kernel.NewFixedWindow(rule), clock: set.Clock}, nil
 	case admit.SlidingLog:
-		return &single[kernel.Log, kernel.SlidingLog]{k: kernel.NewSlidingLog(rule), clock: set.Clock}, nil
+		return &single[kernel.Log, *kernel.SlidingLog]{k: kernel.NewSlidingLog(rule), clock: set.Clock}, nil
 	default:
-		return &single[kernel.SlidingCounterState, kernel.SlidingCounter]{k: kernel.NewSlidingCounter(rule), clock: set.Clock}, nil
+		return &single[kernel.SlidingCounterState, *kernel.SlidingCounter]{k: kernel.NewSlidingCounter(rule), clock: set.Clock}, nil
 	}
 }
 

@@ -210,13 +210,13 @@ func (o *kernelOracle[S, K]) allow(key string, now time.Duration, n int) admit.D
 func newOracle(rule admit.Rule) oracle {
 	switch rule.Algorithm {
 	case admit.TokenBucket:
-		return &kernelOracle[kernel.TokenBucketState, kernel.TokenBucket]{kernel.NewTokenBucket(rule), map[string]*kernel.TokenBucketState{}}
+		return &kernelOracle[kernel.TokenBucketState, *kernel.TokenBucket]{kernel.NewTokenBucket(rule), map[string]*kernel.TokenBucketState{}}
 	case admit.FixedWindow:
-		return &kernelOracle[kernel.FixedWindowState, kernel.FixedWindow]{kernel.NewFixedWindow(rule), map[string]*kernel.FixedWindowState{}}
+		return &kernelOracle[kernel.FixedWindowState, *kernel.FixedWindow]{kernel.NewFixedWindow(rule), map[string]*kernel.FixedWindowState{}}
 	case admit.SlidingLog:
-		return &kernelOracle[kernel.Log, kernel.SlidingLog]{kernel.NewSlidingLog(rule), map[string]*kernel.Log{}}
+		return &kernelOracle[kernel.Log, *kernel.SlidingLog]{kernel.NewSlidingLog(rule), map[string]*kernel.Log{}}
 	default:
-		return &kernelOracle[kernel.SlidingCounterState, kernel.SlidingCounter]{kernel.NewSlidingCounter(rule), map[string]*kernel.SlidingCounterState{}}
+		return &kernelOracle[kernel.SlidingCounterState, *kernel.SlidingCounter]{kernel.NewSlidingCounter(rule), map[string]*kernel.SlidingCounterState{}}
 	}
 }
 

@@ -80,5 +80,8 @@ func wait(t, now int64) int64 {
 	if t <= now {
 		return 0
 	}
-	return subSat(t, now)
+	if d := t - now; d > 0 {
+		return d
+	}
+	return math.MaxInt64 // t - now overflowed
 }

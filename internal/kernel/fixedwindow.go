@@ -24,19 +24,19 @@ type FixedWindowState struct {
 }
 
 // NewFixedWindow returns the kernel for rule, which must be valid.
-func NewFixedWindow(rule admit.Rule) FixedWindow {
-	return FixedWindow{limit: int64(rule.Limit), window: int64(rule.Window), perWindow: newDivider(int64(rule.Window))}
+func NewFixedWindow(rule admit.Rule) *FixedWindow {
+	return &FixedWindow{limit: int64(rule.Limit), window: int64(rule.Window), perWindow: newDivider(int64(rule.Window))}
 }
 
 // Index returns the index k of the window [kW, (k+1)W) holding reading now.
-func (k FixedWindow) Index(now time.Duration) int64 {
+func (k *FixedWindow) Index(now time.Duration) int64 {
 	return k.perWindow.floorDiv(int64(clampTime(now)))
 }
 
 // current returns the window index and count in effect at reading now. A
 // reading that falls in a window older than the state's counts against the
 // state's window: a stale reading never reopens an old window.
-func (k FixedWindow) current(s *FixedWindowState, now int64) (idx, count int64) {
+func (k *FixedWindow) current(s *FixedWindowState, now int64) (idx, count int64) {
 	idx = k.Index(time.Duration(now))
 	if s.Count == 0 {
 		return idx, 0
@@ -48,7 +48,7 @@ func (k FixedWindow) current(s *FixedWindowState, now int64) (idx, count int64) 
 }
 
 // Allow implements [Kernel].
-func (k FixedWindow) Allow(s *FixedWindowState, now time.Duration, n int) admit.Decision {
+func (k *FixedWindow) Allow(s *FixedWindowState, now time.Duration, n int) admit.Decision {
 	now = clampTime(now)
 	idx, count := k.current(s, int64(now))
 	end := wait(addSat(mulSat(idx, k.window), k.window), int64(now)) // until (idx+1)W
@@ -76,7 +76,7 @@ func (k FixedWindow) Allow(s *FixedWindowState, now time.Duration, n int) admit.
 }
 
 // Fresh implements [Kernel]: the window is empty or over.
-func (k FixedWindow) Fresh(s *FixedWindowState, now time.Duration) bool {
+func (k *FixedWindow) Fresh(s *FixedWindowState, now time.Duration) bool {
 	now = clampTime(now)
 	_, count := k.current(s, int64(now))
 	return count == 0

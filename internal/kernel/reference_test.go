@@ -76,13 +76,13 @@ func cloneLog(l Log) Log {
 func newSubject(r admit.Rule) subject {
 	switch r.Algorithm {
 	case admit.TokenBucket:
-		return &kstate[TokenBucketState, TokenBucket]{k: NewTokenBucket(r), clone: same[TokenBucketState]}
+		return &kstate[TokenBucketState, *TokenBucket]{k: NewTokenBucket(r), clone: same[TokenBucketState]}
 	case admit.FixedWindow:
-		return &kstate[FixedWindowState, FixedWindow]{k: NewFixedWindow(r), clone: same[FixedWindowState]}
+		return &kstate[FixedWindowState, *FixedWindow]{k: NewFixedWindow(r), clone: same[FixedWindowState]}
 	case admit.SlidingLog:
-		return &kstate[Log, SlidingLog]{k: NewSlidingLog(r), clone: cloneLog}
+		return &kstate[Log, *SlidingLog]{k: NewSlidingLog(r), clone: cloneLog}
 	case admit.SlidingCounter:
-		return &kstate[SlidingCounterState, SlidingCounter]{k: NewSlidingCounter(r), clone: same[SlidingCounterState]}
+		return &kstate[SlidingCounterState, *SlidingCounter]{k: NewSlidingCounter(r), clone: same[SlidingCounterState]}
 	}
 	panic(fmt.Sprintf("newSubject: unknown algorithm %v", r.Algorithm))
 }

@@ -35,12 +35,12 @@ type SlidingCounterState struct {
 }
 
 // NewSlidingCounter returns the kernel for rule, which must be valid.
-func NewSlidingCounter(rule admit.Rule) SlidingCounter {
-	return SlidingCounter{limit: int64(rule.Limit), window: int64(rule.Window), perWindow: newDivider(int64(rule.Window))}
+func NewSlidingCounter(rule admit.Rule) *SlidingCounter {
+	return &SlidingCounter{limit: int64(rule.Limit), window: int64(rule.Window), perWindow: newDivider(int64(rule.Window))}
 }
 
 // Index returns the index k of the fixed window [kW, (k+1)W) holding reading now.
-func (k SlidingCounter) Index(now time.Duration) int64 {
+func (k *SlidingCounter) Index(now time.Duration) int64 {
 	return k.perWindow.floorDiv(int64(clampTime(now)))
 }
 
@@ -48,7 +48,7 @@ func (k SlidingCounter) Index(now time.Duration) int64 {
 // the elapsed time in it and the two counts in effect. A reading older than the
 // state's window counts as the start of that window, which weighs the previous
 // window fully: a stale reading is never treated more kindly than the truth.
-func (k SlidingCounter) current(s *SlidingCounterState, now int64) (idx, elapsed, prev, curr int64) {
+func (k *SlidingCounter) current(s *SlidingCounterState, now int64) (idx, elapsed, prev, curr int64) {
 	idx = k.Index(time.Duration(now))
 	elapsed = now - mulSat(idx, k.window)
 	if s.Prev == 0 && s.Curr == 0 {
@@ -66,7 +66,7 @@ func (k SlidingCounter) current(s *SlidingCounterState, now int64) (idx, elapsed
 }
 
 // fits reports whether n more pass with counts prev and curr at elapsed.
-func (k SlidingCounter) fits(elapsed, prev, curr, n int64) bool {
+func (k *SlidingCounter) fits(elapsed, prev, curr, n int64) bool {
 	if curr+n > k.limit {
 		return false
 	}
@@ -75,7 +75,7 @@ func (k SlidingCounter) fits(elapsed, prev, curr, n int64) bool {
 }
 
 // Allow implements [Kernel].
-func (k SlidingCounter) Allow(s *SlidingCounterState, now time.Duration, n int) admit.Decision {
+func (k *SlidingCounter) Allow(s *SlidingCounterState, now time.Duration, n int) admit.Decision {
 	now = clampTime(now)
 	idx, elapsed, prev, curr := k.current(s, int64(now))
 	start := mulSat(idx, k.window)
@@ -107,7 +107,7 @@ func (k SlidingCounter) Allow(s *SlidingCounterState, now time.Duration, n int) 
 
 // earliest returns the earliest time at which n (0 < n <= limit) would pass,
 // given that it does not pass now, in window starting at start.
-func (k SlidingCounter) earliest(start, elapsed, prev, curr, n int64) int64 {
+func (k *SlidingCounter) earliest(start, elapsed, prev, curr, n int64) int64 {
 	w := k.window
 	// In this window the previous window's weight falls as time passes: the
 	// request fits once prev×(W-e) <= (limit-curr-n)×W.
@@ -130,7 +130,7 @@ func (k SlidingCounter) earliest(start, elapsed, prev, curr, n int64) int64 {
 }
 
 // untilIdle is the wait from now until both counts have rolled out.
-func (k SlidingCounter) untilIdle(start, prev, curr, now int64) int64 {
+func (k *SlidingCounter) untilIdle(start, prev, curr, now int64) int64 {
 	switch {
 	case curr > 0:
 		return wait(addSat(start, 2*k.window), now)
@@ -141,7 +141,7 @@ func (k SlidingCounter) untilIdle(start, prev, curr, now int64) int64 {
 }
 
 // Fresh implements [Kernel]: both counts have rolled out.
-func (k SlidingCounter) Fresh(s *SlidingCounterState, now time.Duration) bool {
+func (k *SlidingCounter) Fresh(s *SlidingCounterState, now time.Duration) bool {
 	now = clampTime(now)
 	_, _, prev, curr := k.current(s, int64(now))
 	return prev == 0 && curr == 0

@@ -29,8 +29,8 @@ type Log struct {
 func (l *Log) Len() int { return l.size }
 
 // NewSlidingLog returns the kernel for rule, which must be valid.
-func NewSlidingLog(rule admit.Rule) SlidingLog {
-	return SlidingLog{limit: int64(rule.Limit), window: int64(rule.Window)}
+func NewSlidingLog(rule admit.Rule) *SlidingLog {
+	return &SlidingLog{limit: int64(rule.Limit), window: int64(rule.Window)}
 }
 
 func (l *Log) at(i int) int64 {
@@ -43,7 +43,7 @@ func (l *Log) at(i int) int64 {
 
 // expired reports whether an entry at ts has expired at effective time eff,
 // which is never older than ts: eff - ts >= W, computed without overflow.
-func (k SlidingLog) expired(ts, eff int64) bool {
+func (k *SlidingLog) expired(ts, eff int64) bool {
 	d := eff - ts
 	return d < 0 || d >= k.window // d < 0 only if the difference overflowed
 }
@@ -51,7 +51,7 @@ func (k SlidingLog) expired(ts, eff int64) bool {
 // scan returns the effective time of reading now (the newest entry if now is
 // older) and the number of expired entries at the head of the log, found by
 // binary search since the log is sorted.
-func (k SlidingLog) scan(l *Log, now int64) (eff int64, dead int) {
+func (k *SlidingLog) scan(l *Log, now int64) (eff int64, dead int) {
 	eff = now
 	if l.size == 0 {
 		return eff, 0
@@ -73,7 +73,7 @@ func (k SlidingLog) scan(l *Log, now int64) (eff int64, dead int) {
 
 // Allow implements [Kernel]. It writes the log only when it admits n > 0, and it
 // writes n entries, one per admitted request.
-func (k SlidingLog) Allow(l *Log, now time.Duration, n int) admit.Decision {
+func (k *SlidingLog) Allow(l *Log, now time.Duration, n int) admit.Decision {
 	now = clampTime(now)
 	eff, dead := k.scan(l, int64(now))
 	live := int64(l.size - dead)
@@ -117,7 +117,7 @@ func (k SlidingLog) Allow(l *Log, now time.Duration, n int) admit.Decision {
 }
 
 // untilEmpty is the wait from now until every live entry has expired.
-func (k SlidingLog) untilEmpty(l *Log, live, now int64) int64 {
+func (k *SlidingLog) untilEmpty(l *Log, live, now int64) int64 {
 	if live == 0 {
 		return 0
 	}
@@ -125,7 +125,7 @@ func (k SlidingLog) untilEmpty(l *Log, live, now int64) int64 {
 }
 
 // Fresh implements [Kernel]: every entry has expired.
-func (k SlidingLog) Fresh(l *Log, now time.Duration) bool {
+func (k *SlidingLog) Fresh(l *Log, now time.Duration) bool {
 	now = clampTime(now)
 	_, dead := k.scan(l, int64(now))
 	return dead == l.size

@@ -49,19 +49,19 @@ type TokenBucketState struct {
 const bias = 1 << 63
 
 // NewTokenBucket returns the kernel for rule, which must be valid.
-func NewTokenBucket(rule admit.Rule) TokenBucket {
+func NewTokenBucket(rule admit.Rule) *TokenBucket {
 	l, w := int64(rule.Limit), int64(rule.Window)
-	return TokenBucket{limit: l, window: w, capacity: l * w, tokenNs: w / l, tokenRem: w % l, perToken: newDivider(w)}
+	return &TokenBucket{limit: l, window: w, capacity: l * w, tokenNs: w / l, tokenRem: w % l, perToken: newDivider(w)}
 }
 
 // Packable reports whether the whole state fits one word: when T is a whole
 // number of nanoseconds, Frac is always 0 and TAT alone is the state.
-func (k TokenBucket) Packable() bool { return k.tokenRem == 0 }
+func (k *TokenBucket) Packable() bool { return k.tokenRem == 0 }
 
 // debt returns the bucket's debt in units at reading now, saturated just above
 // capacity when the TAT is further ahead than any bucket could be in debt (a
 // very stale reading): that request is denied either way.
-func (k TokenBucket) debt(tat, frac, now int64) int64 {
+func (k *TokenBucket) debt(tat, frac, now int64) int64 {
 	if tat < now || (tat == now && frac == 0) {
 		return 0
 	}
@@ -73,7 +73,7 @@ func (k TokenBucket) debt(tat, frac, now int64) int64 {
 }
 
 // cost returns n tokens' duration, n×W/L, as whole nanoseconds and a fraction.
-func (k TokenBucket) cost(n int64) (ns, rem int64) {
+func (k *TokenBucket) cost(n int64) (ns, rem int64) {
 	if n == 1 {
 		return k.tokenNs, k.tokenRem
 	}
@@ -82,7 +82,7 @@ func (k TokenBucket) cost(n int64) (ns, rem int64) {
 }
 
 // Allow implements [Kernel].
-func (k TokenBucket) Allow(s *TokenBucketState, now time.Duration, n int) admit.Decision {
+func (k *TokenBucket) Allow(s *TokenBucketState, now time.Duration, n int) admit.Decision {
 	now = clampTime(now)
 	tat, frac := int64(s.TAT^bias), s.Frac
 	debt := k.debt(tat, frac, int64(now))
@@ -148,7 +148,7 @@ func untilFull(tat, frac, debt, now int64) int64 {
 }
 
 // Fresh implements [Kernel]: the bucket is full.
-func (k TokenBucket) Fresh(s *TokenBucketState, now time.Duration) bool {
+func (k *TokenBucket) Fresh(s *TokenBucketState, now time.Duration) bool {
 	now = clampTime(now)
 	return k.debt(int64(s.TAT^bias), s.Frac, int64(now)) == 0
 }
