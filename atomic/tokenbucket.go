@@ -23,7 +23,7 @@ import (
 // instead of wrapping, and the tests pin that boundary.
 type tbCell struct{ w satomic.Uint64 }
 
-// allowN is the CAS loop of the packed bucket.
+// decide is the CAS loop of the packed bucket.
 //
 // The tempting wrong version loads the word, decides, and Stores the result.
 // Two goroutines that load the same word both see the last token and both
@@ -37,18 +37,23 @@ type tbCell struct{ w satomic.Uint64 }
 // (they publish nothing). A stale reading of now needs no clamp here: the
 // kernel charges the debt the bucket has at that reading, which is never less
 // than at a later one, and the TAT it publishes never moves backwards.
-func (c *tbCell) allowN(k *kernel.TokenBucket, now time.Duration, n int) admit.Decision {
+func (c *tbCell) decide(k *kernel.TokenBucket, now time.Duration, n int) kernel.Verdict {
 	for {
 		old := c.w.Load()
 		s := kernel.TokenBucketState{TAT: old}
-		d := k.Allow(&s, now, n)
+		v := k.Decide(&s, now, n)
 		if s.TAT == old { // nothing to publish: a denial, a probe, or a saturated TAT
-			return d
+			return v
 		}
 		if c.w.CompareAndSwap(old, s.TAT) {
-			return d
+			return v
 		}
 	}
+}
+
+// allowN is decide with the rule's Limit, for the keyed store.
+func (c *tbCell) allowN(k *kernel.TokenBucket, now time.Duration, n int) admit.Decision {
+	return c.decide(k, now, n).Decision(k.Limit())
 }
 
 // tbSnapCell is one key's token bucket as an immutable snapshot. nil is a full
@@ -60,11 +65,11 @@ type tbSnapCell struct {
 	p satomic.Pointer[kernel.TokenBucketState]
 }
 
-// allowN is the CAS loop of the snapshot bucket; see tbCell.allowN for why a
+// decide is the CAS loop of the snapshot bucket; see tbCell.allowN for why a
 // CAS and where each decision takes effect. The candidate snapshot is
 // allocated once per call, on the first admission attempt, and reused across
 // retries.
-func (c *tbSnapCell) allowN(k *kernel.TokenBucket, now time.Duration, n int) admit.Decision {
+func (c *tbSnapCell) decide(k *kernel.TokenBucket, now time.Duration, n int) kernel.Verdict {
 	var next *kernel.TokenBucketState
 	for {
 		cur := c.p.Load()
@@ -72,18 +77,23 @@ func (c *tbSnapCell) allowN(k *kernel.TokenBucket, now time.Duration, n int) adm
 		if cur != nil {
 			s = *cur
 		}
-		d := k.Allow(&s, now, n)
-		if !d.Allowed || n == 0 || (cur != nil && s == *cur) {
-			return d
+		v := k.Decide(&s, now, n)
+		if !v.Allowed || n == 0 || (cur != nil && s == *cur) {
+			return v
 		}
 		if next == nil {
 			next = new(kernel.TokenBucketState)
 		}
 		*next = s
 		if c.p.CompareAndSwap(cur, next) {
-			return d
+			return v
 		}
 	}
+}
+
+// allowN is decide with the rule's Limit, for the keyed store.
+func (c *tbSnapCell) allowN(k *kernel.TokenBucket, now time.Duration, n int) admit.Decision {
+	return c.decide(k, now, n).Decision(k.Limit())
 }
 
 // TokenBucket is a lock-free token bucket for a single key whose whole state is
@@ -117,10 +127,18 @@ func NewTokenBucket(rule admit.Rule, opts ...admit.Option) (*TokenBucket, error)
 }
 
 // Allow is AllowN(1).
-func (l *TokenBucket) Allow() admit.Decision { return l.c.allowN(&l.k, l.clock.Now(), 1) }
+func (l *TokenBucket) Allow() (d admit.Decision) {
+	v := l.c.decide(&l.k, l.clock.Now(), 1)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
+}
 
 // AllowN decides a request for n, with the semantics of [admit.Limiter].
-func (l *TokenBucket) AllowN(n int) admit.Decision { return l.c.allowN(&l.k, l.clock.Now(), n) }
+func (l *TokenBucket) AllowN(n int) (d admit.Decision) {
+	v := l.c.decide(&l.k, l.clock.Now(), n)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
+}
 
 // TokenBucketSnapshot is a lock-free token bucket for a single key whose state
 // is an immutable snapshot behind an atomic pointer. It takes any token-bucket
@@ -145,11 +163,17 @@ func NewTokenBucketSnapshot(rule admit.Rule, opts ...admit.Option) (*TokenBucket
 }
 
 // Allow is AllowN(1).
-func (l *TokenBucketSnapshot) Allow() admit.Decision { return l.c.allowN(&l.k, l.clock.Now(), 1) }
+func (l *TokenBucketSnapshot) Allow() (d admit.Decision) {
+	v := l.c.decide(&l.k, l.clock.Now(), 1)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
+}
 
 // AllowN decides a request for n, with the semantics of [admit.Limiter].
-func (l *TokenBucketSnapshot) AllowN(n int) admit.Decision {
-	return l.c.allowN(&l.k, l.clock.Now(), n)
+func (l *TokenBucketSnapshot) AllowN(n int) (d admit.Decision) {
+	v := l.c.decide(&l.k, l.clock.Now(), n)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
 }
 
 func tokenBucket(rule admit.Rule, opts []admit.Option) (kernel.TokenBucket, admit.Settings, error) {

@@ -58,7 +58,7 @@ func (c *fwCodec) unpack(w uint64, idx int64) kernel.FixedWindowState {
 // fwCell is one key's packed fixed window; see fwCodec for the bit map.
 type fwCell struct{ w satomic.Uint64 }
 
-// allowN is the CAS loop of the packed window. A Load, a decision and a Store
+// decide is the CAS loop of the packed window. A Load, a decision and a Store
 // would let two goroutines both take the window's last slot; the CAS publishes
 // a count only if the word is still the one it was computed from.
 //
@@ -67,19 +67,24 @@ type fwCell struct{ w satomic.Uint64 }
 // falls in a window older than the word's is clamped by the kernel to the
 // word's window, so it can never reopen an old window: the word's index never
 // moves backwards.
-func (c *fwCell) allowN(k *fwCodec, now time.Duration, n int) admit.Decision {
+func (c *fwCell) decide(k *fwCodec, now time.Duration, n int) kernel.Verdict {
 	idx := k.k.Index(now)
 	for {
 		old := c.w.Load()
 		s := k.unpack(old, idx)
-		d := k.k.Allow(&s, now, n)
-		if !d.Allowed || n == 0 {
-			return d
+		v := k.k.Decide(&s, now, n)
+		if !v.Allowed || n == 0 {
+			return v
 		}
 		if c.w.CompareAndSwap(old, k.pack(s)) {
-			return d
+			return v
 		}
 	}
+}
+
+// allowN is decide with the rule's Limit, for the keyed store.
+func (c *fwCell) allowN(k *fwCodec, now time.Duration, n int) admit.Decision {
+	return c.decide(k, now, n).Decision(k.k.Limit())
 }
 
 // FixedWindow is a lock-free fixed window for a single key, its count and
@@ -106,10 +111,18 @@ func NewFixedWindow(rule admit.Rule, opts ...admit.Option) (*FixedWindow, error)
 }
 
 // Allow is AllowN(1).
-func (l *FixedWindow) Allow() admit.Decision { return l.c.allowN(l.codec, l.clock.Now(), 1) }
+func (l *FixedWindow) Allow() (d admit.Decision) {
+	v := l.c.decide(l.codec, l.clock.Now(), 1)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.codec.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
+}
 
 // AllowN decides a request for n, with the semantics of [admit.Limiter].
-func (l *FixedWindow) AllowN(n int) admit.Decision { return l.c.allowN(l.codec, l.clock.Now(), n) }
+func (l *FixedWindow) AllowN(n int) (d admit.Decision) {
+	v := l.c.decide(l.codec, l.clock.Now(), n)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.codec.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
+}
 
 // scCodec packs a sliding counter's state into one word, for Limit < 2^16:
 //
@@ -159,19 +172,23 @@ func (c *scCodec) unpack(w uint64, idx int64) kernel.SlidingCounterState {
 // fwCell.allowN for the CAS loop's reasoning, which is the same.
 type scCell struct{ w satomic.Uint64 }
 
-func (c *scCell) allowN(k *scCodec, now time.Duration, n int) admit.Decision {
+func (c *scCell) decide(k *scCodec, now time.Duration, n int) kernel.Verdict {
 	idx := k.k.Index(now)
 	for {
 		old := c.w.Load()
 		s := k.unpack(old, idx)
-		d := k.k.Allow(&s, now, n)
-		if !d.Allowed || n == 0 {
-			return d
+		v := k.k.Decide(&s, now, n)
+		if !v.Allowed || n == 0 {
+			return v
 		}
 		if c.w.CompareAndSwap(old, k.pack(s)) {
-			return d
+			return v
 		}
 	}
+}
+
+func (c *scCell) allowN(k *scCodec, now time.Duration, n int) admit.Decision {
+	return c.decide(k, now, n).Decision(k.k.Limit())
 }
 
 // scSnapCell is one key's sliding counter as an immutable snapshot, for limits
@@ -180,7 +197,7 @@ type scSnapCell struct {
 	p satomic.Pointer[kernel.SlidingCounterState]
 }
 
-func (c *scSnapCell) allowN(k *kernel.SlidingCounter, now time.Duration, n int) admit.Decision {
+func (c *scSnapCell) decide(k *kernel.SlidingCounter, now time.Duration, n int) kernel.Verdict {
 	var next *kernel.SlidingCounterState
 	for {
 		cur := c.p.Load()
@@ -188,18 +205,22 @@ func (c *scSnapCell) allowN(k *kernel.SlidingCounter, now time.Duration, n int) 
 		if cur != nil {
 			s = *cur
 		}
-		d := k.Allow(&s, now, n)
-		if !d.Allowed || n == 0 {
-			return d
+		v := k.Decide(&s, now, n)
+		if !v.Allowed || n == 0 {
+			return v
 		}
 		if next == nil {
 			next = new(kernel.SlidingCounterState)
 		}
 		*next = s
 		if c.p.CompareAndSwap(cur, next) {
-			return d
+			return v
 		}
 	}
+}
+
+func (c *scSnapCell) allowN(k *kernel.SlidingCounter, now time.Duration, n int) admit.Decision {
+	return c.decide(k, now, n).Decision(k.Limit())
 }
 
 func wrongAlgorithm(rule admit.Rule, constructor string, want admit.Algorithm) error {

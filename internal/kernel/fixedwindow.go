@@ -48,7 +48,14 @@ func (k *FixedWindow) current(s *FixedWindowState, now int64) (idx, count int64)
 }
 
 // Allow implements [Kernel].
-func (k *FixedWindow) Allow(s *FixedWindowState, now time.Duration, n int) admit.Decision {
+func (k *FixedWindow) Allow(s *FixedWindowState, now time.Duration, n int) (d admit.Decision) {
+	v := k.Decide(s, now, n)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, int(k.limit), v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
+}
+
+// Decide is Allow without the Limit, for hot paths (see [Verdict]).
+func (k *FixedWindow) Decide(s *FixedWindowState, now time.Duration, n int) Verdict {
 	now = clampTime(now)
 	idx, count := k.current(s, int64(now))
 	end := wait(addSat(mulSat(idx, k.window), k.window), int64(now)) // until (idx+1)W
@@ -57,23 +64,25 @@ func (k *FixedWindow) Allow(s *FixedWindowState, now time.Duration, n int) admit
 		reset = 0
 	}
 	if n < 0 || int64(n) > k.limit {
-		return never(k.limit, reset)
+		return Verdict{RetryAfter: admit.Never, ResetAfter: time.Duration(reset)}
 	}
 	if count+int64(n) > k.limit {
-		return admit.Decision{Limit: int(k.limit), RetryAfter: time.Duration(end), ResetAfter: time.Duration(end)}
+		return Verdict{RetryAfter: time.Duration(end), ResetAfter: time.Duration(end)}
 	}
 	if n > 0 {
 		count += int64(n)
 		*s = FixedWindowState{Window: idx, Count: count}
 		reset = end
 	}
-	return admit.Decision{
+	return Verdict{
 		Allowed:    true,
-		Limit:      int(k.limit),
 		Remaining:  int(k.limit - count),
 		ResetAfter: time.Duration(reset),
 	}
 }
+
+// Limit returns the rule's Limit.
+func (k *FixedWindow) Limit() int { return int(k.limit) }
 
 // Fresh implements [Kernel]: the window is empty or over.
 func (k *FixedWindow) Fresh(s *FixedWindowState, now time.Duration) bool {

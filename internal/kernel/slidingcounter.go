@@ -75,18 +75,24 @@ func (k *SlidingCounter) fits(elapsed, prev, curr, n int64) bool {
 }
 
 // Allow implements [Kernel].
-func (k *SlidingCounter) Allow(s *SlidingCounterState, now time.Duration, n int) admit.Decision {
+func (k *SlidingCounter) Allow(s *SlidingCounterState, now time.Duration, n int) (d admit.Decision) {
+	v := k.Decide(s, now, n)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, int(k.limit), v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
+}
+
+// Decide is Allow without the Limit, for hot paths (see [Verdict]).
+func (k *SlidingCounter) Decide(s *SlidingCounterState, now time.Duration, n int) Verdict {
 	now = clampTime(now)
 	idx, elapsed, prev, curr := k.current(s, int64(now))
 	start := mulSat(idx, k.window)
 	if n < 0 || int64(n) > k.limit {
-		return never(k.limit, k.untilIdle(start, prev, curr, int64(now)))
+		return Verdict{RetryAfter: admit.Never, ResetAfter: time.Duration(k.untilIdle(start, prev, curr, int64(now)))}
 	}
 	// n == 0 is a free probe and always passes: at a stale reading the estimate
 	// can exceed Limit even with nothing more (see current), so fits(0) may fail.
 	if n > 0 && !k.fits(elapsed, prev, curr, int64(n)) {
-		return admit.Decision{
-			Limit:      int(k.limit),
+		return Verdict{
 			RetryAfter: time.Duration(wait(k.earliest(start, elapsed, prev, curr, int64(n)), int64(now))),
 			ResetAfter: time.Duration(k.untilIdle(start, prev, curr, int64(now))),
 		}
@@ -97,9 +103,8 @@ func (k *SlidingCounter) Allow(s *SlidingCounterState, now time.Duration, n int)
 	}
 	// Remaining: the largest m with prev×(W-elapsed) + (curr+m)×W <= limit×W.
 	room := k.perWindow.div(k.limit*k.window - prev*(k.window-elapsed))
-	return admit.Decision{
+	return Verdict{
 		Allowed:    true,
-		Limit:      int(k.limit),
 		Remaining:  int(max(0, min(room-curr, k.limit))),
 		ResetAfter: time.Duration(k.untilIdle(start, prev, curr, int64(now))),
 	}
@@ -139,6 +144,9 @@ func (k *SlidingCounter) untilIdle(start, prev, curr, now int64) int64 {
 	}
 	return 0
 }
+
+// Limit returns the rule's Limit.
+func (k *SlidingCounter) Limit() int { return int(k.limit) }
 
 // Fresh implements [Kernel]: both counts have rolled out.
 func (k *SlidingCounter) Fresh(s *SlidingCounterState, now time.Duration) bool {

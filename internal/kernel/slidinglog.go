@@ -73,18 +73,24 @@ func (k *SlidingLog) scan(l *Log, now int64) (eff int64, dead int) {
 
 // Allow implements [Kernel]. It writes the log only when it admits n > 0, and it
 // writes n entries, one per admitted request.
-func (k *SlidingLog) Allow(l *Log, now time.Duration, n int) admit.Decision {
+func (k *SlidingLog) Allow(l *Log, now time.Duration, n int) (d admit.Decision) {
+	v := k.Decide(l, now, n)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, int(k.limit), v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
+}
+
+// Decide is Allow without the Limit, for hot paths (see [Verdict]).
+func (k *SlidingLog) Decide(l *Log, now time.Duration, n int) Verdict {
 	now = clampTime(now)
 	eff, dead := k.scan(l, int64(now))
 	live := int64(l.size - dead)
 	if n < 0 || int64(n) > k.limit {
-		return never(k.limit, k.untilEmpty(l, live, int64(now)))
+		return Verdict{RetryAfter: admit.Never, ResetAfter: time.Duration(k.untilEmpty(l, live, int64(now)))}
 	}
 	if live+int64(n) > k.limit {
 		// The (live+n-limit)-th oldest live entry must expire first.
 		oldest := l.at(dead + int(live+int64(n)-k.limit) - 1)
-		return admit.Decision{
-			Limit:      int(k.limit),
+		return Verdict{
 			RetryAfter: time.Duration(wait(addSat(oldest, k.window), int64(now))),
 			ResetAfter: time.Duration(k.untilEmpty(l, live, int64(now))),
 		}
@@ -108,9 +114,8 @@ func (k *SlidingLog) Allow(l *Log, now time.Duration, n int) admit.Decision {
 		}
 		live += int64(n)
 	}
-	return admit.Decision{
+	return Verdict{
 		Allowed:    true,
-		Limit:      int(k.limit),
 		Remaining:  int(k.limit - live),
 		ResetAfter: time.Duration(k.untilEmpty(l, live, int64(now))),
 	}
@@ -123,6 +128,9 @@ func (k *SlidingLog) untilEmpty(l *Log, live, now int64) int64 {
 	}
 	return wait(addSat(l.at(l.size-1), k.window), now)
 }
+
+// Limit returns the rule's Limit.
+func (k *SlidingLog) Limit() int { return int(k.limit) }
 
 // Fresh implements [Kernel]: every entry has expired.
 func (k *SlidingLog) Fresh(l *Log, now time.Duration) bool {

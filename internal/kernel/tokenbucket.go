@@ -54,6 +54,9 @@ func NewTokenBucket(rule admit.Rule) *TokenBucket {
 	return &TokenBucket{limit: l, window: w, capacity: l * w, tokenNs: w / l, tokenRem: w % l, perToken: newDivider(w)}
 }
 
+// Limit returns the rule's Limit.
+func (k *TokenBucket) Limit() int { return int(k.limit) }
+
 // Packable reports whether the whole state fits one word: when T is a whole
 // number of nanoseconds, Frac is always 0 and TAT alone is the state.
 func (k *TokenBucket) Packable() bool { return k.tokenRem == 0 }
@@ -82,17 +85,23 @@ func (k *TokenBucket) cost(n int64) (ns, rem int64) {
 }
 
 // Allow implements [Kernel].
-func (k *TokenBucket) Allow(s *TokenBucketState, now time.Duration, n int) admit.Decision {
+func (k *TokenBucket) Allow(s *TokenBucketState, now time.Duration, n int) (d admit.Decision) {
+	v := k.Decide(s, now, n)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, int(k.limit), v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
+}
+
+// Decide is Allow without the Limit, for hot paths (see [Verdict]).
+func (k *TokenBucket) Decide(s *TokenBucketState, now time.Duration, n int) Verdict {
 	now = clampTime(now)
 	tat, frac := int64(s.TAT^bias), s.Frac
 	debt := k.debt(tat, frac, int64(now))
 	if n < 0 || int64(n) > k.limit {
-		return never(k.limit, untilFull(tat, frac, debt, int64(now)))
+		return Verdict{RetryAfter: admit.Never, ResetAfter: time.Duration(untilFull(tat, frac, debt, int64(now)))}
 	}
 	if n == 0 { // a probe; debt may exceed capacity for a stale reading
-		return admit.Decision{
+		return Verdict{
 			Allowed:    true,
-			Limit:      int(k.limit),
 			Remaining:  int(k.perToken.div(max(0, k.capacity-debt))),
 			ResetAfter: time.Duration(untilFull(tat, frac, debt, int64(now))),
 		}
@@ -110,8 +119,7 @@ func (k *TokenBucket) Allow(s *TokenBucketState, now time.Duration, n int) admit
 		} else if f > 0 {
 			at = addSat(at, 1)
 		}
-		return admit.Decision{
-			Limit:      int(k.limit),
+		return Verdict{
 			RetryAfter: time.Duration(wait(at, int64(now))),
 			ResetAfter: time.Duration(untilFull(tat, frac, debt, int64(now))),
 		}
@@ -128,9 +136,8 @@ func (k *TokenBucket) Allow(s *TokenBucketState, now time.Duration, n int) admit
 	tat = addSat(tat, costNs)
 	debt += int64(n) * k.window
 	*s = TokenBucketState{TAT: uint64(tat) ^ bias, Frac: frac}
-	return admit.Decision{
+	return Verdict{
 		Allowed:    true,
-		Limit:      int(k.limit),
 		Remaining:  int(k.perToken.div(k.capacity - debt)),
 		ResetAfter: time.Duration(untilFull(tat, frac, debt, int64(now))),
 	}
