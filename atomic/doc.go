@@ -17,8 +17,9 @@
 //   - Token bucket, packed ([TokenBucket]): the state is GCRA's theoretical
 //     arrival time, one int64 of nanoseconds. It needs the emission interval
 //     Window/Limit to be a whole number of nanoseconds (5 per 10s, 100 per
-//     second, 1000 per hour; not 3 per 10s). It never wraps: the word is the
-//     clock's own nanoseconds, which end 292 years after the clock's origin.
+//     second, 1000 per hour; not 3 per 10s). It never wraps: the word is a
+//     time in the clock's own nanoseconds, and the kernels clamp readings to
+//     146 years either side of the clock's origin, leaving room for any TAT.
 //   - Token bucket, snapshot ([TokenBucketSnapshot]): any token-bucket rule,
 //     exact to a fraction of a nanosecond.
 //   - Fixed window, packed ([FixedWindow]): the count and the window index share

@@ -18,9 +18,11 @@ import (
 //
 // The kernel's Frac is always 0 here, because the limiter is only built for
 // rules whose emission interval Window/Limit is whole nanoseconds
-// (kernel.TokenBucket.Packable). Horizon: none within the clock's range; the
-// TAT saturates at the clock's last nanosecond (292 years after its origin)
-// instead of wrapping, and the tests pin that boundary.
+// (kernel.TokenBucket.Packable). Horizon: none. The kernels clamp readings to
+// ±(2^62-1) ns around the clock's origin (146 years), and a TAT is a reading
+// plus at most one Window (<= 2^62 ns), so it always fits the word; past the
+// end of that range time stands still and the bucket keeps refusing beyond its
+// limit. TestPackedTokenBucketAtClockEnd pins that boundary.
 type tbCell struct{ w satomic.Uint64 }
 
 // decide is the CAS loop of the packed bucket.
