@@ -128,12 +128,7 @@ func (k *TokenBucket) Decide(s *TokenBucketState, now time.Duration, n int) Verd
 		tat, frac = int64(now), 0
 	}
 	costNs, costRem := k.cost(int64(n))
-	frac += costRem
-	if frac >= k.limit {
-		frac -= k.limit
-		costNs++
-	}
-	tat = addSat(tat, costNs)
+	tat, frac = k.advance(tat, frac, costNs, costRem)
 	debt += int64(n) * k.window
 	*s = TokenBucketState{TAT: uint64(tat) ^ bias, Frac: frac}
 	return Verdict{
@@ -158,4 +153,82 @@ func untilFull(tat, frac, debt, now int64) int64 {
 func (k *TokenBucket) Fresh(s *TokenBucketState, now time.Duration) bool {
 	now = clampTime(now)
 	return k.debt(int64(s.TAT^bias), s.Frac, int64(now)) == 0
+}
+
+// Reserve admits n now for a later time: it takes the n tokens at once, going
+// into debt beyond a full bucket's worth if it must, and returns the wait after
+// which they are really due, if that wait is at most maxWait. A waiter that
+// sleeps for the returned wait and then proceeds is paced at the rule's rate
+// even when many wait at once: each reservation moves the TAT on by its own
+// n·T, so waiters are handed successive slots instead of waking together to
+// fight for one token.
+//
+// With maxWait 0, Reserve decides exactly as Allow (wait 0 and ok, or a wait
+// equal to Allow's RetryAfter and not ok). When not ok, or for n <= 0 or
+// n > Limit (wait admit.Never), *s is left as it was.
+func (k *TokenBucket) Reserve(s *TokenBucketState, now time.Duration, n int, maxWait time.Duration) (time.Duration, bool) {
+	now = clampTime(now)
+	if n < 0 || int64(n) > k.limit {
+		return admit.Never, false
+	}
+	if n == 0 {
+		return 0, true
+	}
+	tat, frac := int64(s.TAT^bias), s.Frac
+	if k.debt(tat, frac, int64(now)) == 0 {
+		tat, frac = int64(now), 0
+	}
+	costNs, costRem := k.cost(int64(n))
+	tat, frac = k.advance(tat, frac, costNs, costRem)
+	due := addSat(tat, -k.window) // the tokens are due once TAT − W has passed
+	if frac > 0 {
+		due = addSat(due, 1)
+	}
+	d := time.Duration(wait(due, int64(now)))
+	if d > maxWait {
+		return d, false
+	}
+	*s = TokenBucketState{TAT: uint64(tat) ^ bias, Frac: frac}
+	return d, true
+}
+
+// Cancel gives back the n tokens of a reservation that left the state after,
+// if nothing has been admitted or reserved since (*s still equals after) and
+// the reservation is not yet due at reading now; it reports whether it did.
+// The bucket is then as if the reservation had never been made (or, if the
+// bucket was full when it was made, as if it had been made and refilled from
+// that moment), so a cancellation never lets more through than the rule
+// allows. A reservation followed by others is not given back: its tokens are
+// already promised to the later ones' slots.
+func (k *TokenBucket) Cancel(s *TokenBucketState, now time.Duration, after TokenBucketState, n int) bool {
+	now = clampTime(now)
+	if *s != after || n <= 0 || int64(n) > k.limit {
+		return false
+	}
+	tat, frac := int64(after.TAT^bias), after.Frac
+	due := addSat(tat, -k.window)
+	if frac > 0 {
+		due = addSat(due, 1)
+	}
+	if due <= int64(now) {
+		return false // due: the tokens are spent
+	}
+	costNs, costRem := k.cost(int64(n))
+	frac -= costRem
+	if frac < 0 {
+		frac += k.limit
+		costNs++
+	}
+	*s = TokenBucketState{TAT: uint64(tat-costNs) ^ bias, Frac: frac}
+	return true
+}
+
+// advance returns the TAT advanced by a cost of costNs and costRem/L ns.
+func (k *TokenBucket) advance(tat, frac, costNs, costRem int64) (int64, int64) {
+	frac += costRem
+	if frac >= k.limit {
+		frac -= k.limit
+		costNs++
+	}
+	return addSat(tat, costNs), frac
 }
