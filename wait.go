@@ -1,0 +1,202 @@
+package admit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+var (
+	// ErrExceedsLimit is returned by the Wait functions for a request that can
+	// never be admitted: n greater than the rule's Limit, or negative.
+	ErrExceedsLimit = errors.New("admit: the request can never be admitted")
+
+	// ErrWouldExceedDeadline is returned by the Wait functions, at once and
+	// without consuming anything, when the request could not be admitted
+	// before the context's deadline.
+	ErrWouldExceedDeadline = errors.New("admit: the wait would exceed the context's deadline")
+)
+
+// Reservation is a token bucket's promise to a waiter, made by
+// [Reserver.ReserveN]: the tokens are taken at once, and are due after Delay.
+// Its other contents are the limiter's own record, which
+// [Reserver.CancelReservation] uses to give the tokens back; they mean
+// nothing to anyone else.
+type Reservation struct {
+	// Delay is how long the waiter must wait before proceeding: 0 if the
+	// tokens were there already. For a reservation that was refused, it is the
+	// wait that would have been needed ([Never] if n can never be admitted).
+	Delay time.Duration
+
+	n     int
+	state [2]uint64
+}
+
+// NewReservation is for limiter implementations: it records a reservation of
+// n tokens due after delay, with the limiter's state after it.
+func NewReservation(delay time.Duration, n int, state [2]uint64) Reservation {
+	return Reservation{Delay: delay, n: n, state: state}
+}
+
+// N returns the number of tokens reserved.
+func (r Reservation) N() int { return r.n }
+
+// State is for limiter implementations: the state recorded by NewReservation.
+func (r Reservation) State() [2]uint64 { return r.state }
+
+// Reserver is a [Limiter] that can hand waiters successive slots instead of
+// letting them wake together to fight for one token. The token buckets of
+// every variant implement it; [WaitN] uses it when it can.
+type Reserver interface {
+	Limiter
+
+	// ReserveN takes n tokens now and reports when they are due, if that is
+	// within maxWait; otherwise it takes nothing and reports false, with the
+	// wait that would have been needed. With maxWait 0 it decides as AllowN.
+	ReserveN(n int, maxWait time.Duration) (Reservation, bool)
+
+	// CancelReservation gives a reservation's tokens back if nothing has been
+	// admitted or reserved since and it is not yet due; it reports whether it
+	// did. It never lets more through than the rule allows.
+	CancelReservation(r Reservation) bool
+}
+
+// KeyedReserver is a [KeyedLimiter] whose keys are [Reserver]s.
+type KeyedReserver interface {
+	KeyedLimiter
+	ReserveN(key string, n int, maxWait time.Duration) (Reservation, bool)
+	CancelReservation(key string, r Reservation) bool
+}
+
+// Wait is WaitN(ctx, l, 1).
+func Wait(ctx context.Context, l Limiter) error { return WaitN(ctx, l, 1) }
+
+// WaitN blocks until l admits n, or ctx is done. It returns at once, having
+// consumed nothing, with ctx's error if ctx is already done, with an error
+// wrapping [ErrExceedsLimit] if n can never be admitted, and with an error
+// wrapping [ErrWouldExceedDeadline] if n could not be admitted before ctx's
+// deadline.
+//
+// A token bucket ([Reserver]) paces waiters by reservation: each waiter takes
+// its tokens at once and sleeps until they are due, so N concurrent waiters
+// proceed one slot apart, at the rule's rate. If ctx is done during the
+// sleep, the reservation is cancelled, giving the tokens back if no later
+// waiter relies on them (see [Reserver.CancelReservation]), and ctx's error is
+// returned.
+//
+// Other limiters (the windows) are polled: WaitN sleeps for the Decision's
+// RetryAfter and asks again. Waiters for the same window all wake when it
+// opens and race for it; the losers sleep again. That is correct, only less
+// orderly than a bucket's slots.
+//
+// The sleeps use the runtime's timers (pooled, so a wait that sleeps
+// allocates no timer in the steady state); the limiter's clock should be the
+// system clock, or a clock that moves with real time.
+func WaitN(ctx context.Context, l Limiter, n int) error {
+	if r, ok := l.(Reserver); ok {
+		return wait(ctx, n, r.ReserveN, r.CancelReservation)
+	}
+	return poll(ctx, n, l.AllowN)
+}
+
+// WaitKey is WaitKeyN(ctx, l, key, 1).
+func WaitKey(ctx context.Context, l KeyedLimiter, key string) error {
+	return WaitKeyN(ctx, l, key, 1)
+}
+
+// WaitKeyN is [WaitN] for one key of a keyed limiter.
+func WaitKeyN(ctx context.Context, l KeyedLimiter, key string, n int) error {
+	if r, ok := l.(KeyedReserver); ok {
+		return wait(ctx, n,
+			func(n int, maxWait time.Duration) (Reservation, bool) { return r.ReserveN(key, n, maxWait) },
+			func(res Reservation) bool { return r.CancelReservation(key, res) })
+	}
+	return poll(ctx, n, func(n int) Decision { return l.AllowN(key, n) })
+}
+
+// budget returns how long ctx allows a wait to last, or ctx's error.
+func budget(ctx context.Context) (time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		return max(0, time.Until(deadline)), nil
+	}
+	return Never, nil
+}
+
+func waitError(n int, need, budget time.Duration) error {
+	if need == Never {
+		return fmt.Errorf("%w: n=%d is negative or above the rule's limit", ErrExceedsLimit, n)
+	}
+	return fmt.Errorf("%w: n=%d needs a wait of %v, the deadline is %v away", ErrWouldExceedDeadline, n, need, budget)
+}
+
+func wait(ctx context.Context, n int, reserve func(int, time.Duration) (Reservation, bool), cancel func(Reservation) bool) error {
+	maxWait, err := budget(ctx)
+	if err != nil {
+		return err
+	}
+	r, ok := reserve(n, maxWait)
+	if !ok || r.Delay == Never {
+		return waitError(n, r.Delay, maxWait)
+	}
+	if r.Delay == 0 {
+		return nil
+	}
+	if err := sleeper.sleep(ctx, r.Delay); err != nil {
+		cancel(r)
+		return err
+	}
+	return nil
+}
+
+func poll(ctx context.Context, n int, allowN func(int) Decision) error {
+	for {
+		maxWait, err := budget(ctx)
+		if err != nil {
+			return err
+		}
+		d := allowN(n)
+		if d.Allowed {
+			return nil
+		}
+		if d.RetryAfter == Never || d.RetryAfter > maxWait {
+			return waitError(n, d.RetryAfter, maxWait)
+		}
+		if err := sleeper.sleep(ctx, d.RetryAfter); err != nil {
+			return err
+		}
+	}
+}
+
+// timerPool reuses stopped timers, so that a wait that sleeps allocates no
+// timer in the steady state. Since Go 1.23 a stopped timer's channel never
+// delivers a stale tick, so a pooled timer can be Reset and reused as it is.
+type timerPool struct{ p sync.Pool }
+
+// sleeper is the pool the Wait functions sleep on. Tests inside a synctest
+// bubble swap it for a fresh pool, since a timer made outside a bubble runs
+// on real time.
+var sleeper = new(timerPool)
+
+// sleep waits for d, or until ctx is done.
+func (tp *timerPool) sleep(ctx context.Context, d time.Duration) error {
+	t, _ := tp.p.Get().(*time.Timer)
+	if t == nil {
+		t = time.NewTimer(d)
+	} else {
+		t.Reset(d)
+	}
+	select {
+	case <-t.C:
+		tp.p.Put(t)
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		tp.p.Put(t)
+		return ctx.Err()
+	}
+}
