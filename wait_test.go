@@ -192,4 +192,3 @@ func TestWaitAllocs(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 }
-
