@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
 )
 
@@ -33,7 +34,11 @@ func (l *TokenBucket) ReserveN(n int, maxWait time.Duration) (admit.Reservation,
 		old := l.c.w.Load()
 		s := kernel.TokenBucketState{TAT: old}
 		d, ok := l.k.Reserve(&s, now, n, maxWait)
-		if !ok || s.TAT == old || l.c.w.CompareAndSwap(old, s.TAT) {
+		if !ok || s.TAT == old {
+			return reservation(d, n, s), ok
+		}
+		hook.Between(hook.BeforeCAS)
+		if l.c.w.CompareAndSwap(old, s.TAT) {
 			return reservation(d, n, s), ok
 		}
 	}
@@ -49,6 +54,7 @@ func (l *TokenBucket) CancelReservation(r admit.Reservation) bool {
 		if !l.k.Cancel(&s, now, after, r.N()) {
 			return false
 		}
+		hook.Between(hook.BeforeCAS)
 		if l.c.w.CompareAndSwap(old, s.TAT) {
 			return true
 		}
@@ -70,6 +76,7 @@ func (l *TokenBucketSnapshot) ReserveN(n int, maxWait time.Duration) (admit.Rese
 		}
 		next := new(kernel.TokenBucketState)
 		*next = s
+		hook.Between(hook.BeforeCAS)
 		if l.c.p.CompareAndSwap(cur, next) {
 			return reservation(d, n, s), true
 		}
@@ -91,6 +98,7 @@ func (l *TokenBucketSnapshot) CancelReservation(r admit.Reservation) bool {
 		}
 		next := new(kernel.TokenBucketState)
 		*next = s
+		hook.Between(hook.BeforeCAS)
 		if l.c.p.CompareAndSwap(cur, next) {
 			return true
 		}

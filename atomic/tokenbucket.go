@@ -7,6 +7,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
 )
 
@@ -47,6 +48,7 @@ func (c *tbCell) decide(k *kernel.TokenBucket, now time.Duration, n int) kernel.
 		if s.TAT == old { // nothing to publish: a denial, a probe, or a saturated TAT
 			return v
 		}
+		hook.Between(hook.BeforeCAS)
 		if c.w.CompareAndSwap(old, s.TAT) {
 			return v
 		}
@@ -87,6 +89,7 @@ func (c *tbSnapCell) decide(k *kernel.TokenBucket, now time.Duration, n int) ker
 			next = new(kernel.TokenBucketState)
 		}
 		*next = s
+		hook.Between(hook.BeforeCAS)
 		if c.p.CompareAndSwap(cur, next) {
 			return v
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
 )
 
@@ -76,6 +77,7 @@ func (c *fwCell) decide(k *fwCodec, now time.Duration, n int) kernel.Verdict {
 		if !v.Allowed || n == 0 {
 			return v
 		}
+		hook.Between(hook.BeforeCAS)
 		if c.w.CompareAndSwap(old, k.pack(s)) {
 			return v
 		}
@@ -181,6 +183,7 @@ func (c *scCell) decide(k *scCodec, now time.Duration, n int) kernel.Verdict {
 		if !v.Allowed || n == 0 {
 			return v
 		}
+		hook.Between(hook.BeforeCAS)
 		if c.w.CompareAndSwap(old, k.pack(s)) {
 			return v
 		}
@@ -213,6 +216,7 @@ func (c *scSnapCell) decide(k *kernel.SlidingCounter, now time.Duration, n int) 
 			next = new(kernel.SlidingCounterState)
 		}
 		*next = s
+		hook.Between(hook.BeforeCAS)
 		if c.p.CompareAndSwap(cur, next) {
 			return v
 		}
