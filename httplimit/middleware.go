@@ -1,0 +1,284 @@
+package httplimit
+
+import (
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/policy"
+)
+
+// Middleware rate-limits the requests of the handlers it wraps: it derives
+// each request's key, asks the limiter (or the Service) to admit it, sets the
+// RateLimit fields, and either calls the next handler or answers 429 Too Many
+// Requests. Build one with [New] over an [admit.KeyedLimiter] or [ForService]
+// over a [policy.Service]; the zero Middleware is not usable.
+//
+// A Middleware is immutable and safe for concurrent use. Every handler it
+// wraps shares its limiter: wrap two handlers with one Middleware and their
+// requests draw on the same budgets.
+type Middleware struct {
+	cfg config
+
+	lim   admit.KeyedLimiter // New
+	quota *quota             // New: the one quota
+
+	svc   *policy.Service // ForService
+	books atomic.Pointer[bookQuotas]
+	mu    sync.Mutex // serializes rendering a new book's quotas
+
+	key     KeyFunc
+	parts   []KeyPart
+	proxies *proxies
+}
+
+// bookQuotas is the rendered quotas of one book of a Service.
+type bookQuotas struct {
+	book  *policy.Book
+	def   *quota
+	apis  map[string]*quota
+	users map[string]*quota
+}
+
+// New returns a Middleware that limits requests with lim, one budget per key
+// (the client IP unless an option says otherwise). The quota is named
+// "default"; [WithPolicy] names it and gives its rule for the RateLimit-Policy
+// field.
+//
+// A nil lim, a bad option and options that do not apply to a KeyedLimiter
+// ([WithAPI]) are errors wrapping [admit.ErrInvalidOption].
+func New(lim admit.KeyedLimiter, opts ...Option) (*Middleware, error) {
+	if lim == nil {
+		return nil, invalid("New(nil, …); pass a KeyedLimiter, such as the one locked.New(rule) returns")
+	}
+	m, err := build(opts)
+	if err != nil {
+		return nil, err
+	}
+	if m.cfg.api != nil {
+		return nil, invalid("WithAPI applies to ForService; a KeyedLimiter has one budget per key, whatever the API")
+	}
+	m.lim = lim
+	name := m.cfg.policyName
+	if name == "" {
+		name = "default"
+	}
+	m.quota = newQuota(name, m.cfg.policyRule)
+	return m, nil
+}
+
+// ForService returns a Middleware that limits requests with svc: each request
+// is checked as svc.Check(key, api), the key being the user (the client IP
+// unless an option says otherwise) and api the route (see [WithAPI]). The
+// quota named in the headers and the problem body is the rule book's entry
+// that applied, as [policy.Book.EntryFor] names it ("default", "api./login",
+// "user.vip-1"), with its Limit as q and its Window as w. A structured-field
+// String holds only printable ASCII, so other bytes of a name are
+// percent-encoded in the headers and the body: "user.jörg" is
+// "user.j%C3%B6rg" there ([Denial.Policy] keeps the name as it is).
+//
+// The quotas of a book are rendered once, when the middleware first sees the
+// book (at ForService, and after each [policy.Service.Reload]). A request
+// racing a Reload may be decided under one book and described with the
+// other's entry.
+//
+// A nil svc, a bad option and options that do not apply to a Service
+// ([WithPolicy]) are errors wrapping [admit.ErrInvalidOption].
+func ForService(svc *policy.Service, opts ...Option) (*Middleware, error) {
+	if svc == nil {
+		return nil, invalid("ForService(nil, …); pass a *policy.Service from policy.NewService")
+	}
+	m, err := build(opts)
+	if err != nil {
+		return nil, err
+	}
+	if m.cfg.policyRule != nil {
+		return nil, invalid("WithPolicy applies to New; a Service's quotas are the entries of its rule book")
+	}
+	if m.cfg.api == nil {
+		m.cfg.api = routeAPI
+	}
+	m.svc = svc
+	m.quotasOf(svc.Book())
+	return m, nil
+}
+
+// build applies opts and checks what every Middleware needs.
+func build(opts []Option) (*Middleware, error) {
+	m := &Middleware{}
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, invalid("option %d is nil", i)
+		}
+		if err := opt(&m.cfg); err != nil {
+			return nil, err
+		}
+	}
+	c := &m.cfg
+	m.proxies, m.parts = c.proxies, c.parts
+	switch {
+	case c.key != nil:
+		if c.proxies != nil {
+			return nil, invalid("WithTrustedProxies configures the client IP, which WithKey's function does not use; leave one out")
+		}
+		m.key = c.key
+	case c.parts != nil:
+		if c.proxies != nil && !hasIP(c.parts) {
+			return nil, invalid("WithTrustedProxies configures the client IP, which WithKeyFrom's parts do not include; add ClientIP() or leave it out")
+		}
+		m.key = m.partsKey
+	default:
+		m.parts = []KeyPart{ClientIP()}
+		m.key = m.partsKey
+	}
+	return m, nil
+}
+
+func hasIP(parts []KeyPart) bool {
+	for _, p := range parts {
+		if p.kind == partIP {
+			return true
+		}
+	}
+	return false
+}
+
+// routeAPI is the default API of a Service's request.
+func routeAPI(r *http.Request) string { return RouteAPI(r.Pattern) }
+
+// Handler returns a handler that limits each request and passes those it
+// admits to next; next nil means [http.DefaultServeMux], as for [http.Server].
+// The returned handler is safe for concurrent use.
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	if next == nil {
+		next = http.DefaultServeMux
+	}
+	return &handler{m: m, next: next}
+}
+
+type handler struct {
+	m    *Middleware
+	next http.Handler
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.m.serve(w, r, h.next) }
+
+// serve is the whole middleware: exemption, key, decision, headers, response.
+func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	c := &m.cfg
+	if c.exempt != nil && c.exempt(r) {
+		next.ServeHTTP(w, r)
+		return
+	}
+	key, ok := m.key(r)
+	if !ok || key == "" || len(key) > MaxKeyBytes {
+		if c.unknownKey == "" {
+			m.unkeyed(w, r, next)
+			return
+		}
+		key = c.unknownKey
+	}
+
+	var d admit.Decision
+	var q *quota
+	var api string
+	if m.svc != nil {
+		api = c.api(r)
+		book := m.svc.Book()
+		d = m.svc.Check(key, api)
+		q = m.quotaFor(book, key, api)
+	} else {
+		d = m.lim.Allow(key)
+		q = m.quota
+	}
+
+	if d.Allowed {
+		m.setHeaders(w.Header(), q, d, 0)
+		next.ServeHTTP(w, r)
+		return
+	}
+	den := Denial{Key: key, API: api, Policy: q.name, Decision: d}
+	switch {
+	case c.shadow:
+		m.setHeaders(w.Header(), q, d, 0)
+		if c.hook != nil {
+			c.hook(r, den)
+		}
+		next.ServeHTTP(w, r)
+	case c.deny != nil:
+		m.setHeaders(w.Header(), q, d, withRetry)
+		c.deny(w, r, den)
+	default:
+		m.setHeaders(w.Header(), q, d, withRetry|withProblem)
+		writeProblem(w, q, d)
+	}
+}
+
+// unkeyed answers a request without a key: 400, the deny handler, or, in
+// shadow mode, the hook and the next handler.
+func (m *Middleware) unkeyed(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	c := &m.cfg
+	den := Denial{Unkeyed: true}
+	switch {
+	case c.shadow:
+		if c.hook != nil {
+			c.hook(r, den)
+		}
+		next.ServeHTTP(w, r)
+	case c.deny != nil:
+		c.deny(w, r, den)
+	default:
+		h := w.Header()
+		h[hdrContentType] = []string{problemContentType}
+		h[hdrNoSniff] = []string{"nosniff"}
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write([]byte(badRequestBody)) //nolint:errcheck // the client went away; nothing to do
+	}
+}
+
+// quotaFor returns the quota of the entry of book that applies to (user, api).
+func (m *Middleware) quotaFor(book *policy.Book, user, api string) *quota {
+	bq := m.books.Load()
+	if bq == nil || bq.book != book {
+		bq = m.quotasOf(book)
+	}
+	e := book.EntryFor(user, api)
+	var q *quota
+	switch e.Scope {
+	case policy.User:
+		q = bq.users[e.Name]
+	case policy.API:
+		q = bq.apis[e.Name]
+	default:
+		q = bq.def
+	}
+	if q == nil { // not in the book we rendered: cannot happen, but never fail a request on it
+		q = newQuota(e.Key(), &e.Rule)
+	}
+	return q
+}
+
+// quotasOf renders the quotas of book, once per book: concurrent callers
+// wait for the first one's rendering.
+func (m *Middleware) quotasOf(book *policy.Book) *bookQuotas {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if bq := m.books.Load(); bq != nil && bq.book == book {
+		return bq
+	}
+	bq := &bookQuotas{book: book, apis: map[string]*quota{}, users: map[string]*quota{}}
+	for _, e := range book.Rules() {
+		q := newQuota(e.Key(), &e.Rule)
+		switch e.Scope {
+		case policy.User:
+			bq.users[e.Name] = q
+		case policy.API:
+			bq.apis[e.Name] = q
+		default:
+			bq.def = q
+		}
+	}
+	m.books.Store(bq)
+	return bq
+}

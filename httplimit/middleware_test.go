@@ -1,0 +1,343 @@
+package httplimit_test
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/httplimit"
+	"github.com/admit-go/admit/policy"
+)
+
+// TestBadOptions: every bad configuration is an error wrapping
+// admit.ErrInvalidOption, never a panic.
+func TestBadOptions(t *testing.T) {
+	lim, rule := limiter(t, "token-bucket,5,10s", clock.NewFake())
+	svc := service(t, "default = token-bucket,5,10s\n", clock.NewFake())
+	key := func(*http.Request) (string, bool) { return "k", true }
+	for name, opts := range map[string][]httplimit.Option{
+		"nil option":                    {nil},
+		"invalid CIDR":                  {httplimit.WithTrustedProxies(httplimit.XForwardedFor, "10.0.0.0/33")},
+		"not a network":                 {httplimit.WithTrustedProxies(httplimit.XForwardedFor, "proxy.internal")},
+		"address with zone":             {httplimit.WithTrustedProxies(httplimit.XForwardedFor, "fe80::1%eth0")},
+		"one bad among good":            {httplimit.WithTrustedProxies(httplimit.XForwardedFor, "10.0.0.0/8", "")},
+		"no networks":                   {httplimit.WithTrustedProxies(httplimit.XForwardedFor)},
+		"trust every IPv4 address":      {httplimit.WithTrustedProxies(httplimit.XForwardedFor, "0.0.0.0/0")},
+		"trust every IPv6 address":      {httplimit.WithTrustedProxies(httplimit.Forwarded, "::/0")},
+		"zero header":                   {httplimit.WithTrustedProxies(0, "10.0.0.0/8")},
+		"two headers":                   {httplimit.WithTrustedProxies(httplimit.XForwardedFor, "10.0.0.0/8"), httplimit.WithTrustedProxies(httplimit.Forwarded, "10.0.0.0/8")},
+		"nil key":                       {httplimit.WithKey(nil)},
+		"proxies with a custom key":     {httplimit.WithKey(key), httplimit.WithTrustedProxies(httplimit.XForwardedFor, "10.0.0.0/8")},
+		"proxies with parts lacking IP": {httplimit.WithKeyFrom(httplimit.Route()), httplimit.WithTrustedProxies(httplimit.XForwardedFor, "10.0.0.0/8")},
+		"no parts":                      {httplimit.WithKeyFrom()},
+		"zero part":                     {httplimit.WithKeyFrom(httplimit.KeyPart{})},
+		"bad header name":               {httplimit.WithKeyFrom(httplimit.RequestHeader("X Api Key"))},
+		"empty header name":             {httplimit.WithKeyFrom(httplimit.RequestHeader(""))},
+		"two key options":               {httplimit.WithKey(key), httplimit.WithKeyFrom(httplimit.ClientIP())},
+		"empty unknown key":             {httplimit.WithUnknownKey("")},
+		"nil exempt":                    {httplimit.WithExempt(nil)},
+		"nil deny handler":              {httplimit.WithDenyHandler(nil)},
+		"empty policy name":             {httplimit.WithPolicy("", rule)},
+		"non-ASCII policy name":         {httplimit.WithPolicy("quota→", rule)},
+		"invalid policy rule":           {httplimit.WithPolicy("default", admit.Rule{})},
+		"WithAPI for a KeyedLimiter":    {httplimit.WithAPI(func(*http.Request) string { return "" })},
+	} {
+		_, err := httplimit.New(lim, opts...)
+		require.Errorf(t, err, "New(lim, %s)", name)
+		assert.Truef(t, errors.Is(err, admit.ErrInvalidOption), "New(lim, %s): %v does not wrap admit.ErrInvalidOption", name, err)
+		t.Logf("%s: %v", name, err)
+	}
+	_, err := httplimit.New(nil)
+	assert.ErrorIs(t, err, admit.ErrInvalidOption, "New(nil)")
+	_, err = httplimit.ForService(nil)
+	assert.ErrorIs(t, err, admit.ErrInvalidOption, "ForService(nil)")
+	_, err = httplimit.ForService(svc, httplimit.WithPolicy("default", rule))
+	assert.ErrorIs(t, err, admit.ErrInvalidOption, "ForService with WithPolicy")
+	_, err = httplimit.ForService(svc, httplimit.WithAPI(nil))
+	assert.ErrorIs(t, err, admit.ErrInvalidOption, "ForService with WithAPI(nil)")
+
+	// And the good ones are accepted.
+	_, err = httplimit.New(lim,
+		httplimit.WithTrustedProxies(httplimit.Forwarded, "10.0.0.0/8"),
+		httplimit.WithTrustedProxies(httplimit.Forwarded, "192.0.2.1", "::ffff:172.16.0.0/108"),
+		httplimit.WithKeyFrom(httplimit.ClientIP(), httplimit.Route()),
+		httplimit.WithShadow(nil), httplimit.WithLegacyHeaders(), httplimit.WithUnknownKey("unknown"))
+	assert.NoError(t, err)
+}
+
+// TestShadowMode: decisions and headers as usual, but every request passes,
+// and each would-be denial reaches the hook.
+func TestShadowMode(t *testing.T) {
+	fake := clock.NewFake()
+	var denials []httplimit.Denial
+	h := middleware(t, "fixed-window,2,10s", fake, httplimit.WithShadow(func(r *http.Request, d httplimit.Denial) {
+		denials = append(denials, d)
+	})).Handler(ok)
+	for i := range 4 {
+		w := serve(h, request("203.0.113.7:1", "/"))
+		assert.Equal(t, http.StatusOK, w.Code, "request %d passes in shadow mode", i)
+		assert.Equal(t, "ok", w.Body.String(), "request %d reaches the next handler", i)
+		assert.Empty(t, w.Header().Get("Retry-After"), "request %d: no Retry-After on a request that passed", i)
+		want := `"default";r=` + strconv.Itoa(max(0, 1-i)) + ";t=10"
+		assert.Equal(t, []string{want}, w.Header()["Ratelimit"], "request %d", i)
+	}
+	require.Len(t, denials, 2, "requests 3 and 4 would have been denied")
+	assert.Equal(t, httplimit.Denial{
+		Key: "203.0.113.7", Policy: "default",
+		Decision: admit.Decision{Limit: 2, RetryAfter: 10 * time.Second, ResetAfter: 10 * time.Second},
+	}, denials[0])
+
+	// A keyless request passes too, reported as Unkeyed.
+	assert.Equal(t, http.StatusOK, serve(h, request("garbage", "/")).Code)
+	require.Len(t, denials, 3)
+	assert.Equal(t, httplimit.Denial{Unkeyed: true}, denials[2])
+
+	// The would-be denials were not charged: after the window, a fresh budget.
+	fake.Set(10 * time.Second)
+	assert.Equal(t, []string{`"default";r=1;t=10`}, serve(h, request("203.0.113.7:1", "/")).Header()["Ratelimit"])
+}
+
+// TestShadowModeCountsExactly: under concurrency, with the clock frozen, the
+// hook sees exactly the requests beyond the limit, and every request passes.
+func TestShadowModeCountsExactly(t *testing.T) {
+	const limit, clients, perClient = 50, 8, 40
+	var wouldDeny, passed atomic.Int64
+	next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { passed.Add(1) })
+	h := middleware(t, "token-bucket,"+strconv.Itoa(limit)+",1h", clock.NewFake(), httplimit.WithShadow(func(*http.Request, httplimit.Denial) {
+		wouldDeny.Add(1)
+	})).Handler(next)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			<-start
+			for range perClient {
+				serve(h, request("203.0.113.7:1", "/"))
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	assert.Equal(t, int64(clients*perClient), passed.Load(), "every request passed")
+	assert.Equal(t, int64(clients*perClient-limit), wouldDeny.Load(), "would-be denials: everything beyond the limit")
+}
+
+// TestEnforcedConcurrently: with the clock frozen, exactly Limit requests of
+// one client pass, however many goroutines send them.
+func TestEnforcedConcurrently(t *testing.T) {
+	const limit, clients, perClient = 50, 8, 40
+	var passed, denied atomic.Int64
+	h := middleware(t, "sliding-log,"+strconv.Itoa(limit)+",1m", clock.NewFake()).Handler(ok)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			<-start
+			for range perClient {
+				switch serve(h, request("[2001:db8::1]:1", "/")).Code {
+				case http.StatusOK:
+					passed.Add(1)
+				case http.StatusTooManyRequests:
+					denied.Add(1)
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	assert.Equal(t, int64(limit), passed.Load())
+	assert.Equal(t, int64(clients*perClient-limit), denied.Load())
+}
+
+// TestExempt: exempt requests pass without a key, without consuming and
+// without headers.
+func TestExempt(t *testing.T) {
+	h := middleware(t, "fixed-window,1,10s", clock.NewFake(),
+		httplimit.WithExempt(func(r *http.Request) bool { return r.URL.Path == "/healthz" })).Handler(ok)
+	for i := range 5 {
+		w := serve(h, request("203.0.113.7:1", "/healthz"))
+		assert.Equal(t, http.StatusOK, w.Code, "health check %d", i)
+		assert.Empty(t, w.Header().Values("RateLimit"), "health check %d has no rate-limit headers", i)
+	}
+	assert.Equal(t, http.StatusOK, serve(h, request("garbage", "/healthz")).Code, "exempt before the key is derived")
+	w := serve(h, request("203.0.113.7:1", "/"))
+	assert.Equal(t, http.StatusOK, w.Code, "the health checks consumed nothing")
+	assert.Equal(t, []string{`"default";r=0;t=10`}, w.Header()["Ratelimit"])
+	assert.Equal(t, http.StatusTooManyRequests, serve(h, request("203.0.113.7:1", "/")).Code)
+}
+
+// TestDenyHandler: a custom handler writes the response of a denial, with
+// the headers already set, and of a keyless request.
+func TestDenyHandler(t *testing.T) {
+	var got []httplimit.Denial
+	h := middleware(t, "fixed-window,1,10s", clock.NewFake(),
+		httplimit.WithDenyHandler(func(w http.ResponseWriter, r *http.Request, d httplimit.Denial) {
+			got = append(got, d)
+			if d.Unkeyed {
+				http.Error(w, "who are you?", http.StatusForbidden)
+				return
+			}
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte("later, " + d.Key)) //nolint:errcheck
+		})).Handler(ok)
+	serve(h, request("203.0.113.7:1", "/"))
+	w := serve(h, request("203.0.113.7:1", "/"))
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	assert.Equal(t, "later, 203.0.113.7", w.Body.String())
+	assert.Equal(t, "text/plain", w.Header().Get("Content-Type"))
+	assert.Equal(t, "10", w.Header().Get("Retry-After"), "set before the handler runs")
+	assert.Equal(t, []string{`"default";r=0;t=10`}, w.Header()["Ratelimit"])
+	assert.Equal(t, []string{`"default";q=1;w=10`}, w.Header()["Ratelimit-Policy"])
+
+	w = serve(h, request("", "/"))
+	assert.Equal(t, http.StatusForbidden, w.Code)
+	require.Len(t, got, 2)
+	assert.Equal(t, httplimit.Denial{Key: "203.0.113.7", Policy: "default",
+		Decision: admit.Decision{Limit: 1, RetryAfter: 10 * time.Second, ResetAfter: 10 * time.Second}}, got[0])
+	assert.True(t, got[1].Unkeyed)
+}
+
+// TestHandlerNilNext: like http.Server, a nil handler is DefaultServeMux.
+func TestHandlerNilNext(t *testing.T) {
+	mw := middleware(t, "fixed-window,1,10s", clock.NewFake())
+	w := serve(mw.Handler(nil), request("203.0.113.7:1", "/no-such-path-in-the-default-mux"))
+	assert.Equal(t, http.StatusNotFound, w.Code)
+}
+
+const serviceBook = `
+default    = token-bucket,5,10s
+api./login = fixed-window,2,10s
+user.vip-1 = token-bucket,8,10s
+user.jörg  = token-bucket,3,1500ms
+`
+
+// TestService: with a policy.Service the quota is the book's entry that
+// applied, the user is the key and the API the route.
+func TestService(t *testing.T) {
+	fake := clock.NewFake()
+	svc := service(t, serviceBook, fake)
+	mw, err := httplimit.ForService(svc, httplimit.WithKeyFrom(httplimit.RequestHeader("X-User")))
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("POST /login", mw.Handler(ok))
+	mux.Handle("GET /items/{id}", mw.Handler(ok))
+	mux.Handle("/unrouted/", ok)
+	mux.Handle("/", mw.Handler(ok))
+
+	call := func(method, target, user string) *http.Response {
+		r := request("203.0.113.7:1", target)
+		r.Method = method
+		r.Header.Set("X-User", user)
+		w := serve(mux, r)
+		return w.Result()
+	}
+	steps := []struct {
+		method, target, user string
+		status               int
+		policy, rateLimit    string
+	}{
+		{"POST", "/login", "alice", 200, `"api./login";q=2;w=10`, `"api./login";r=1;t=10`},
+		{"POST", "/login", "alice", 200, `"api./login";q=2;w=10`, `"api./login";r=0;t=10`},
+		{"POST", "/login", "alice", 429, `"api./login";q=2;w=10`, `"api./login";r=0;t=10`},
+		{"POST", "/login", "bob", 200, `"api./login";q=2;w=10`, `"api./login";r=1;t=10`},
+		// Every /items/{id} is one API, "/items/{id}", under the default rule.
+		{"GET", "/items/1", "alice", 200, `"default";q=5;w=10`, `"default";r=4;t=2`},
+		{"GET", "/items/2", "alice", 200, `"default";q=5;w=10`, `"default";r=3;t=4`},
+		{"GET", "/items/3", "vip-1", 200, `"user.vip-1";q=8;w=10`, `"user.vip-1";r=7;t=2`},
+		{"POST", "/login", "vip-1", 200, `"user.vip-1";q=8;w=10`, `"user.vip-1";r=7;t=2`},
+		{"GET", "/items/1", "jörg", 200, `"user.j%C3%B6rg";q=3;w=2`, `"user.j%C3%B6rg";r=2;t=1`},
+	}
+	for i, st := range steps {
+		res := call(st.method, st.target, st.user)
+		what := "step " + strconv.Itoa(i) + ": " + st.method + " " + st.target + " as " + st.user
+		assert.Equal(t, st.status, res.StatusCode, what)
+		assert.Equal(t, []string{st.policy}, res.Header["Ratelimit-Policy"], what)
+		assert.Equal(t, []string{st.rateLimit}, res.Header["Ratelimit"], what)
+		_, err := parseSFList(res.Header["Ratelimit"])
+		assert.NoError(t, err, what)
+	}
+
+	// The problem body names the entry.
+	r := request("203.0.113.7:1", "/login")
+	r.Method = "POST"
+	r.Header.Set("X-User", "alice")
+	w := serve(mux, r)
+	var body struct {
+		Type     string   `json:"type"`
+		Violated []string `json:"violated-policies"`
+	}
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
+	assert.Equal(t, httplimit.ProblemType, body.Type)
+	assert.Equal(t, []string{"api./login"}, body.Violated)
+
+	// A Reload is picked up: /login now allows 3, and alice's new budget
+	// shows it.
+	book, err := policy.Parse(strings.NewReader("default = token-bucket,5,10s\napi./login = fixed-window,3,10s\n"))
+	require.NoError(t, err)
+	require.NoError(t, svc.Reload(book))
+	res := call("POST", "/login", "alice")
+	assert.Equal(t, 200, res.StatusCode)
+	assert.Equal(t, []string{`"api./login";q=3;w=10`}, res.Header["Ratelimit-Policy"])
+	assert.Equal(t, []string{`"api./login";r=2;t=10`}, res.Header["Ratelimit"])
+}
+
+// TestServiceAPI: the API is the route path by default, "" outside a mux,
+// and what WithAPI says otherwise.
+func TestServiceAPI(t *testing.T) {
+	fake := clock.NewFake()
+	var apis []string
+	recordAPI := httplimit.WithDenyHandler(func(w http.ResponseWriter, _ *http.Request, d httplimit.Denial) {
+		apis = append(apis, d.API)
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	t.Run("outside a mux", func(t *testing.T) {
+		svc := service(t, "default = fixed-window,1,10s\napi./login = fixed-window,5,10s\n", fake)
+		mw, err := httplimit.ForService(svc, recordAPI)
+		require.NoError(t, err)
+		h := mw.Handler(ok)
+		serve(h, request("203.0.113.7:1", "/login"))
+		res := serve(h, request("203.0.113.7:1", "/anything-else")).Result()
+		assert.Equal(t, 429, res.StatusCode, "all unrouted requests of a user share one budget")
+		assert.Equal(t, []string{`"default";q=1;w=10`}, res.Header["Ratelimit-Policy"], "the API rule does not apply to \"\"")
+		assert.Equal(t, []string{""}, apis)
+	})
+	t.Run("WithAPI asks the mux", func(t *testing.T) {
+		apis = nil
+		svc := service(t, "default = fixed-window,1,10s\napi./login = fixed-window,5,10s\n", fake)
+		mux := http.NewServeMux()
+		mux.Handle("POST example.com/login", ok)
+		mw, err := httplimit.ForService(svc, recordAPI, httplimit.WithAPI(func(r *http.Request) string {
+			_, pattern := mux.Handler(r)
+			return httplimit.RouteAPI(pattern)
+		}))
+		require.NoError(t, err)
+		r := request("203.0.113.7:1", "http://example.com/login")
+		r.Method = "POST"
+		res := serve(mw.Handler(mux), r).Result()
+		assert.Equal(t, []string{`"api./login";q=5;w=10`}, res.Header["Ratelimit-Policy"])
+	})
+	for pattern, want := range map[string]string{
+		"GET /items/{id}":             "/items/{id}",
+		"example.com/items/":          "/items/",
+		"POST example.com/login":      "/login",
+		"/":                           "/",
+		"":                            "",
+		"GET /{$}":                    "/{$}",
+		"DELETE /a/{rest...}":         "/a/{rest...}",
+		"GET api.example.com/v1/item": "/v1/item",
+	} {
+		assert.Equal(t, want, httplimit.RouteAPI(pattern), "RouteAPI(%q)", pattern)
+	}
+}

@@ -1,0 +1,295 @@
+package httplimit
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/admit-go/admit"
+)
+
+// An Option configures a [Middleware]; pass options to [New] or [ForService].
+// A bad option (a nil function, an invalid network, options that contradict
+// each other) makes the constructor return an error wrapping
+// [admit.ErrInvalidOption] that says what would be right; options never panic.
+type Option func(*config) error
+
+// config is the resolved form of the options.
+type config struct {
+	keyOpt     string // the option that set the key, for conflict errors; "" for the default
+	key        KeyFunc
+	parts      []KeyPart
+	proxies    *proxies
+	unknownKey string
+	exempt     func(*http.Request) bool
+	shadow     bool
+	hook       func(*http.Request, Denial)
+	deny       func(http.ResponseWriter, *http.Request, Denial)
+	legacy     bool
+	policyName string
+	policyRule *admit.Rule
+	api        func(*http.Request) string
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("httplimit: %w: "+format, append([]any{admit.ErrInvalidOption}, args...)...)
+}
+
+func (c *config) setKey(opt string) error {
+	if c.keyOpt != "" {
+		return invalid("%s and %s both set the key; pass one", c.keyOpt, opt)
+	}
+	c.keyOpt = opt
+	return nil
+}
+
+// WithKey makes f derive the key of each request instead of the client IP.
+// With [ForService], the key is the user. It cannot be combined with
+// [WithKeyFrom] or [WithTrustedProxies] (which configures the client IP that
+// f does not use).
+func WithKey(f KeyFunc) Option {
+	return func(c *config) error {
+		if f == nil {
+			return invalid("WithKey(nil); pass a KeyFunc, or leave the option out to key by client IP")
+		}
+		if err := c.setKey("WithKey"); err != nil {
+			return err
+		}
+		c.key = f
+		return nil
+	}
+}
+
+// WithKeyFrom builds the key of each request from parts, in order, joined by a
+// NUL byte: WithKeyFrom(ClientIP(), Route()) gives each client one budget per
+// route. A request lacking any part has no key (see [WithUnknownKey]). With
+// no option the key is ClientIP() alone.
+func WithKeyFrom(parts ...KeyPart) Option {
+	return func(c *config) error {
+		if len(parts) == 0 {
+			return invalid("WithKeyFrom(): no parts; pass at least one, such as ClientIP() or RequestHeader(\"X-API-Key\")")
+		}
+		for i, p := range parts {
+			switch {
+			case p.kind < partIP || p.kind > partRoute:
+				return invalid("WithKeyFrom: part %d is the zero KeyPart; build parts with ClientIP, RequestHeader, Method, Path or Route", i)
+			case p.kind == partHeader && !validHeaderName(p.header):
+				return invalid("WithKeyFrom: %v: not a header name; want a token such as \"X-API-Key\"", p)
+			}
+		}
+		if err := c.setKey("WithKeyFrom"); err != nil {
+			return err
+		}
+		c.parts = append([]KeyPart(nil), parts...)
+		return nil
+	}
+}
+
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isTchar(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// WithTrustedProxies makes the client IP of a request that arrives from one of
+// networks (CIDR prefixes such as "10.0.0.0/8" or "2001:db8::/32", or single
+// addresses) come from the forwarding header those proxies write: the
+// rightmost address in it that is not itself in networks. Every address to the
+// left of that one was written by the client and may be forged; a request from
+// any other peer is keyed by its own address, whatever headers it sends.
+//
+// Name exactly the header your proxies set, and make sure they overwrite or
+// append to it: a header the proxy passes through untouched is the client's
+// to forge. A request from a trusted peer without the header is keyed by the
+// peer's address; one whose header holds a value that is not an address
+// (garbage, "unknown", an obfuscated Forwarded node) before an untrusted
+// address is found has no key (see [WithUnknownKey]).
+//
+// Calling it again with the same header adds networks. It is an error to call
+// it with no networks, a network that does not parse, a network of every
+// address ("0.0.0.0/0", "::/0"), a second header, or
+// together with a key that does not use the client IP ([WithKey], or
+// [WithKeyFrom] without [ClientIP]).
+func WithTrustedProxies(header ProxyHeader, networks ...string) Option {
+	return func(c *config) error {
+		if header != XForwardedFor && header != Forwarded {
+			return invalid("WithTrustedProxies: %v is not a forwarding header; want XForwardedFor or Forwarded", header)
+		}
+		if len(networks) == 0 {
+			return invalid("WithTrustedProxies(%v): no networks; name your proxies' networks, such as \"10.0.0.0/8\"", header)
+		}
+		if c.proxies != nil && c.proxies.header != header {
+			return invalid("WithTrustedProxies: both %v and %v; trust the one header your proxies write", c.proxies.header, header)
+		}
+		p := &proxies{header: header}
+		if c.proxies != nil {
+			p.nets = append(p.nets, c.proxies.nets...)
+		}
+		for _, s := range networks {
+			n, ok := parseNetwork(s)
+			if !ok {
+				return invalid("WithTrustedProxies: %s is not a network; want a CIDR prefix such as \"10.0.0.0/8\" or \"2001:db8::/32\", or an address", strconv.Quote(s))
+			}
+			if n.Bits() == 0 {
+				return invalid("WithTrustedProxies: %s trusts every address, which lets any client choose its key; name your proxies' networks", strconv.Quote(s))
+			}
+			p.nets = append(p.nets, n)
+		}
+		c.proxies = p
+		return nil
+	}
+}
+
+// WithUnknownKey charges every request without a key to the one shared key
+// instead of rejecting it with 400 Bad Request. Such requests then share one
+// budget: choose a key no real client can have, such as "unknown".
+func WithUnknownKey(key string) Option {
+	return func(c *config) error {
+		if key == "" || len(key) > MaxKeyBytes {
+			return invalid("WithUnknownKey(%q): want a non-empty key of at most %d bytes, such as \"unknown\"", key, MaxKeyBytes)
+		}
+		c.unknownKey = key
+		return nil
+	}
+}
+
+// WithExempt exempts every request for which exempt returns true (health
+// checks, metrics scrapes) from limiting: it passes straight to the next
+// handler, consumes nothing and gets no rate-limit headers. exempt is called
+// first, for every request, concurrently; it must be fast and must not retain r.
+func WithExempt(exempt func(r *http.Request) bool) Option {
+	return func(c *config) error {
+		if exempt == nil {
+			return invalid("WithExempt(nil); pass a predicate, such as func(r *http.Request) bool { return r.URL.Path == \"/healthz\" }")
+		}
+		c.exempt = exempt
+		return nil
+	}
+}
+
+// WithShadow puts the middleware in shadow mode: every request is decided and
+// given the RateLimit headers as usual (and charged if admitted, since a
+// denial consumes nothing), but none is blocked. A
+// request that would have been denied (or rejected for lack of a key) is
+// reported to hook, if not nil, and then passed to the next handler, without
+// Retry-After. Use it to count would-be denials before enforcing a limit.
+//
+// hook runs on the request's goroutine, before the next handler, concurrently
+// for many requests: it must be safe for concurrent use, fast (increment a
+// counter) and must not retain r.
+func WithShadow(hook func(r *http.Request, d Denial)) Option {
+	return func(c *config) error {
+		c.shadow, c.hook = true, hook
+		return nil
+	}
+}
+
+// WithDenyHandler makes deny write the response to a denied request instead
+// of the 429 problem body, and to a request without a key (d.Unkeyed) instead
+// of the 400 one. For a denial, the RateLimit fields and Retry-After are
+// already set on w when deny runs; deny writes the status and the body. deny
+// runs concurrently for many requests and must not retain w or r after it
+// returns. It is not called in shadow mode, which never denies.
+func WithDenyHandler(deny func(w http.ResponseWriter, r *http.Request, d Denial)) Option {
+	return func(c *config) error {
+		if deny == nil {
+			return invalid("WithDenyHandler(nil); pass a handler, or leave the option out for the 429 problem body")
+		}
+		c.deny = deny
+		return nil
+	}
+}
+
+// WithLegacyHeaders adds the pre-standard fields X-RateLimit-Limit (the rule's
+// Limit), X-RateLimit-Remaining and X-RateLimit-Reset (delta seconds, as the
+// RateLimit field's t) to every limited response, for clients that predate
+// the draft.
+func WithLegacyHeaders() Option {
+	return func(c *config) error {
+		c.legacy = true
+		return nil
+	}
+}
+
+// WithPolicy names the quota of a middleware built by [New] and gives the
+// rule its limiter enforces, for the RateLimit-Policy field:
+// WithPolicy("default", rule) sends `RateLimit-Policy: "default";q=100;w=60`
+// for a rule of 100 per minute. Without it the quota is named "default" and
+// RateLimit-Policy is left out, since a KeyedLimiter does not say its window.
+//
+// name is 1 to 64 printable ASCII characters; rule must be valid. It is an
+// error with [ForService], whose rule book names its quotas.
+func WithPolicy(name string, rule admit.Rule) Option {
+	return func(c *config) error {
+		if name == "" || len(name) > 64 || strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r > 0x7e }) >= 0 {
+			return invalid("WithPolicy(%q): a quota name is 1 to 64 printable ASCII characters, such as \"default\" or \"per-minute\"", name)
+		}
+		if err := rule.Validate(); err != nil {
+			return fmt.Errorf("httplimit: %w: WithPolicy(%q): %w", admit.ErrInvalidOption, name, err)
+		}
+		c.policyName, c.policyRule = name, &rule
+		return nil
+	}
+}
+
+// WithAPI makes api name the API of each request for a [ForService]
+// middleware, in place of the default: the path of the route that matched
+// ([http.Request.Pattern] without its method and host: "/items/{id}"), or ""
+// when the request was not routed by a ServeMux, which gives all such
+// requests the book's default rule and one shared budget per user.
+//
+// The Service keeps a limiter per API name for its lifetime, so api must
+// return a bounded set of names: routes, never raw paths. If the middleware
+// wraps a whole ServeMux, ask the mux:
+//
+//	httplimit.WithAPI(func(r *http.Request) string {
+//		_, pattern := mux.Handler(r)
+//		return httplimit.RouteAPI(pattern)
+//	})
+//
+// It is an error with [New].
+func WithAPI(api func(r *http.Request) string) Option {
+	return func(c *config) error {
+		if api == nil {
+			return invalid("WithAPI(nil); pass a function of the request, or leave the option out to use the route")
+		}
+		c.api = api
+		return nil
+	}
+}
+
+// RouteAPI returns the API name of a ServeMux pattern, as [ForService] uses by
+// default: the pattern without its method and host. "GET /items/{id}" and
+// "example.com/items/{id}" are "/items/{id}"; "" is "".
+func RouteAPI(pattern string) string {
+	if i := strings.IndexByte(pattern, '/'); i > 0 {
+		return pattern[i:]
+	}
+	return pattern
+}
+
+// Denial describes a request the middleware denied, would have denied in
+// shadow mode, or could not key, as given to a [WithDenyHandler] handler and a
+// [WithShadow] hook.
+type Denial struct {
+	// Key is the key the request was charged to: the user, for a Service.
+	// Empty when Unkeyed.
+	Key string
+	// API is the API name of a Service's request; empty for a KeyedLimiter.
+	API string
+	// Policy is the name of the quota that denied the request, as the headers
+	// name it before escaping: "default", "api./login". Empty when Unkeyed.
+	Policy string
+	// Decision is the limiter's answer; the zero Decision when Unkeyed.
+	Decision admit.Decision
+	// Unkeyed reports a request whose key could not be derived, which is
+	// rejected (400 Bad Request by default) rather than denied by a limit.
+	Unkeyed bool
+}
