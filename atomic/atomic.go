@@ -2,15 +2,32 @@ package atomic
 
 import (
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/puzpuzpuz/xsync/v3"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/kernel"
 )
+
+// Store is the keyed limiter [New] returns, with the controls of its store.
+// New's result type is admit.KeyedLimiter, so that New is an [admit.Factory];
+// assert it to reach these methods:
+//
+//	store := lim.(admitatomic.Store)
+type Store interface {
+	admit.KeyedLimiter
+
+	// Len returns the number of keys stored now (xsync's count, which may
+	// not include all of the latest insertions and evictions).
+	Len() int
+
+	// Sweep evicts every key that is idle now (its state equivalent to a
+	// fresh key's at the clock's reading minus the slack of 100ms) and
+	// returns the number of keys it evicted. It costs time in proportion to
+	// the keys stored. Calls need not sweep: it is for owners who want
+	// memory back while no new keys arrive.
+	Sweep() int
+}
 
 // New returns a keyed limiter enforcing rule independently for every key,
 // lock-free: keys live in a concurrent hash map (lookups take no lock; a new
@@ -18,26 +35,35 @@ import (
 // a word or a snapshot swapped by CAS. It supports the token bucket, the fixed
 // window and the sliding counter; for the sliding log it returns an error
 // wrapping [admit.ErrUnsupported].
+//
+// The limiter evicts idle keys, and only keys whose state is equivalent to a
+// fresh key's, by a tombstone protocol that never lets a call admit on an
+// evicted state (see keyed.go and docs/keyed-stores.md): each new key joins
+// one of the store's rings, and each insertion examines a few cells at the
+// head of its ring. It honours [admit.WithShards] (the number of rings, whose
+// locks only insertions and sweeps take), [admit.WithMaxKeys] (with the
+// full-store policy of package sharded) and [admit.WithClock]; it returns an
+// error wrapping [admit.ErrUnsupported] for [admit.WithHashedKeys]. The
+// limiter is always a [Store].
 func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
-	set, err := settings(rule, opts)
+	set, err := keyedSettings(rule, opts)
 	if err != nil {
 		return nil, err
 	}
 	switch rule.Algorithm {
 	case admit.TokenBucket:
 		if k := kernel.NewTokenBucket(rule); k.Packable() {
-			return newKeyed[tbCell](k, rule, set), nil
+			return newKeyed[tbKeyCell](k, rule, set), nil
 		} else {
-			return newKeyed[tbSnapCell](k, rule, set), nil
+			return newKeyed[tbSnapKeyCell](k, rule, set), nil
 		}
 	case admit.FixedWindow:
-		return newKeyed[fwCell](newFWCodec(rule), rule, set), nil
-	default: // admit.SlidingCounter; settings rejected the sliding log
+		return newKeyed[fwKeyCell](newFWCodec(rule), rule, set), nil
+	default: // admit.SlidingCounter; keyedSettings rejected the sliding log
 		if c, ok := newSCCodec(rule); ok {
-			return newKeyed[scCell](c, rule, set), nil
+			return newKeyed[scKeyCell](c, rule, set), nil
 		}
-		k := kernel.NewSlidingCounter(rule)
-		return newKeyed[scSnapCell](k, rule, set), nil
+		return newKeyed[scSnapKeyCell](kernel.NewSlidingCounter(rule), rule, set), nil
 	}
 }
 
@@ -67,7 +93,21 @@ func NewLimiter(rule admit.Rule, opts ...admit.Option) (admit.Limiter, error) {
 	}
 }
 
+// settings validates rule and applies opts for a single-key constructor,
+// which has no store: the keyed-store options are an error.
 func settings(rule admit.Rule, opts []admit.Option) (admit.Settings, error) {
+	set, err := keyedSettings(rule, opts)
+	if err != nil {
+		return admit.Settings{}, err
+	}
+	if names := set.StoreOptions(); names != "" {
+		return admit.Settings{}, fmt.Errorf("atomic: %w: %s shape a keyed store; a single-key limiter has none, use New", admit.ErrUnsupported, names)
+	}
+	return set, nil
+}
+
+// keyedSettings validates rule and applies opts for New.
+func keyedSettings(rule admit.Rule, opts []admit.Option) (admit.Settings, error) {
 	if err := rule.Validate(); err != nil {
 		return admit.Settings{}, fmt.Errorf("atomic: %w", err)
 	}
@@ -78,6 +118,9 @@ func settings(rule admit.Rule, opts []admit.Option) (admit.Settings, error) {
 	set, err := admit.NewSettings(opts...)
 	if err != nil {
 		return admit.Settings{}, fmt.Errorf("atomic: %w", err)
+	}
+	if set.HashedKeys {
+		return admit.Settings{}, fmt.Errorf("atomic: %w: WithHashedKeys; an atomic store keeps full keys, use sharded.New to store hashes", admit.ErrUnsupported)
 	}
 	return set, nil
 }
@@ -104,41 +147,4 @@ func (l *single[C, PC, K]) Allow() admit.Decision { return l.AllowN(1) }
 
 func (l *single[C, PC, K]) AllowN(n int) admit.Decision {
 	return PC(&l.c).allowN(l.k, l.clock.Now(), n)
-}
-
-// keyed is a keyed limiter: a concurrent map from key to cell. PC is *C, the
-// type whose methods are the cell's.
-type keyed[C any, PC interface {
-	*C
-	cell[K]
-}, K any] struct {
-	m     *xsync.MapOf[string, *C]
-	k     K
-	limit int
-	clock clock.Clock
-}
-
-func newKeyed[C any, PC interface {
-	*C
-	cell[K]
-}, K any](k K, rule admit.Rule, set admit.Settings) *keyed[C, PC, K] {
-	return &keyed[C, PC, K]{m: xsync.NewMapOf[string, *C](), k: k, limit: rule.Limit, clock: set.Clock}
-}
-
-func (l *keyed[C, PC, K]) Allow(key string) admit.Decision { return l.AllowN(key, 1) }
-
-func (l *keyed[C, PC, K]) AllowN(key string, n int) admit.Decision {
-	now := l.clock.Now()
-	c, ok := l.m.Load(key)
-	if !ok {
-		if n <= 0 || n > l.limit {
-			// A probe, or a request that can never pass, leaves no state
-			// behind: decide it on a fresh cell that is then dropped.
-			return PC(new(C)).allowN(l.k, now, n)
-		}
-		// LoadOrCompute creates the cell once: goroutines racing on a new key
-		// all get the same cell. The map keeps its own copy of the key.
-		c, _ = l.m.LoadOrCompute(strings.Clone(key), func() *C { return new(C) })
-	}
-	return PC(c).allowN(l.k, now, n)
 }

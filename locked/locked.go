@@ -6,12 +6,26 @@
 // when contention on any one key is high enough that CAS retries would spin
 // (a mutex parks waiters instead), or simply when you value the plainest code
 // over the last nanoseconds. For the hottest single keys, package atomic is
-// faster; for millions of keys with idle-key eviction, package sharded.
+// faster; for millions of keys, package sharded stores them in less memory.
 //
-// A keyed limiter spreads its keys over 2^k stripes, each a mutex and a map of
-// that stripe's keys, chosen by a per-limiter seeded hash (hash/maphash) of the
-// key, so attacker-chosen keys cannot be aimed at one stripe. Two keys contend
-// only when they share a stripe; no lock is ever shared by all keys.
+// A keyed limiter spreads its keys over 2^k stripes ([admit.WithShards],
+// default [admit.DefaultShards]), each a mutex and a map of that stripe's
+// keys, chosen by a per-limiter seeded hash (hash/maphash) of the key, so
+// attacker-chosen keys cannot be aimed at one stripe. Two keys contend only
+// when they share a stripe; no lock is ever shared by all keys (unless you
+// ask for one stripe).
+//
+// A keyed limiter evicts idle keys, and only idle keys: a key whose state is
+// equivalent to a fresh key's (kernel.Fresh), so eviction changes no
+// decision. A call that stores a new key examines a few keys of its stripe
+// (once the stripe holds 64) and evicts the idle ones; [Store.Sweep] evicts
+// every idle key at once; a stripe's map is rebuilt when it shrinks to a
+// quarter of its peak. Every call does its whole work, eviction included,
+// under its stripe's lock, so an eviction can never pull a state from under a
+// call in flight. [admit.WithMaxKeys] bounds the number of keys, with the
+// full-store policy of package sharded; docs/keyed-stores.md has the details
+// and the proof that no decision changes, including for calls whose clock
+// reading went stale while they waited for the lock.
 //
 // Every limiter here reads its clock once per call, before taking the lock, and
 // is safe for concurrent use.
@@ -20,9 +34,12 @@ package locked
 import (
 	"fmt"
 	"hash/maphash"
-	"runtime"
+	"math"
+	"math/bits"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/admit-go/admit"
@@ -30,32 +47,73 @@ import (
 	"github.com/admit-go/admit/internal/kernel"
 )
 
+// Store is the keyed limiter [New] returns, with the controls of its store.
+// New's result type is admit.KeyedLimiter, so that New is an [admit.Factory];
+// assert it to reach these methods:
+//
+//	store := lim.(locked.Store)
+type Store interface {
+	admit.KeyedLimiter
+
+	// Len returns the number of keys stored now. It takes each stripe's
+	// lock in turn, so under concurrent calls it may not include all of the
+	// latest insertions and evictions.
+	Len() int
+
+	// Sweep evicts every key that is idle now (its state equivalent to a
+	// fresh key's at the clock's reading minus the slack of 100ms) and
+	// rebuilds the maps it shrinks, one stripe at a time; it returns the
+	// number of keys it evicted. It costs time in proportion to the keys
+	// stored and holds each stripe's lock while it sweeps that stripe. Calls
+	// need not sweep: it is for owners who want memory back while no new
+	// keys arrive.
+	Sweep() int
+}
+
 // New returns a keyed limiter enforcing rule independently for every key. It
-// supports all four algorithms. The error wraps [admit.ErrInvalidRule] or
-// [admit.ErrInvalidOption].
+// supports all four algorithms, and the options [admit.WithShards] (the number
+// of lock stripes), [admit.WithMaxKeys] and [admit.WithClock]; it returns an
+// error wrapping [admit.ErrUnsupported] for [admit.WithHashedKeys] (package
+// sharded has it). Other errors wrap [admit.ErrInvalidRule] or
+// [admit.ErrInvalidOption]. The limiter is always a [Store].
 func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
-	set, err := settings(rule, opts)
+	if err := rule.Validate(); err != nil {
+		return nil, fmt.Errorf("locked: %w", err)
+	}
+	set, err := admit.NewSettings(opts...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("locked: %w", err)
+	}
+	if set.HashedKeys {
+		return nil, fmt.Errorf("locked: %w: WithHashedKeys; a locked store keeps full keys, use sharded.New to store hashes", admit.ErrUnsupported)
 	}
 	switch rule.Algorithm {
 	case admit.TokenBucket:
-		return newKeyed[kernel.TokenBucketState](kernel.NewTokenBucket(rule), set), nil
+		return newKeyed[kernel.TokenBucketState](kernel.NewTokenBucket(rule), rule, set), nil
 	case admit.FixedWindow:
-		return newKeyed[kernel.FixedWindowState](kernel.NewFixedWindow(rule), set), nil
+		return newKeyed[kernel.FixedWindowState](kernel.NewFixedWindow(rule), rule, set), nil
 	case admit.SlidingLog:
-		return newKeyed[kernel.Log](kernel.NewSlidingLog(rule), set), nil
+		return newKeyed[kernel.Log](kernel.NewSlidingLog(rule), rule, set), nil
 	default: // admit.SlidingCounter; Validate rejected anything else
-		return newKeyed[kernel.SlidingCounterState](kernel.NewSlidingCounter(rule), set), nil
+		return newKeyed[kernel.SlidingCounterState](kernel.NewSlidingCounter(rule), rule, set), nil
 	}
 }
 
 // NewLimiter returns a limiter enforcing rule for a single key. It supports all
-// four algorithms. The error wraps [admit.ErrInvalidRule] or [admit.ErrInvalidOption].
+// four algorithms. The error wraps [admit.ErrInvalidRule] or
+// [admit.ErrInvalidOption], or [admit.ErrUnsupported] for the keyed-store
+// options ([admit.WithShards], [admit.WithMaxKeys], [admit.WithHashedKeys]),
+// which a single key has no use for.
 func NewLimiter(rule admit.Rule, opts ...admit.Option) (admit.Limiter, error) {
-	set, err := settings(rule, opts)
+	if err := rule.Validate(); err != nil {
+		return nil, fmt.Errorf("locked: %w", err)
+	}
+	set, err := admit.NewSettings(opts...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("locked: %w", err)
+	}
+	if names := set.StoreOptions(); names != "" {
+		return nil, fmt.Errorf("locked: %w: %s shape a keyed store; NewLimiter guards a single key, use New", admit.ErrUnsupported, names)
 	}
 	switch rule.Algorithm {
 	case admit.TokenBucket:
@@ -67,17 +125,6 @@ func NewLimiter(rule admit.Rule, opts ...admit.Option) (admit.Limiter, error) {
 	default:
 		return &single[kernel.SlidingCounterState, *kernel.SlidingCounter]{k: kernel.NewSlidingCounter(rule), clock: set.Clock}, nil
 	}
-}
-
-func settings(rule admit.Rule, opts []admit.Option) (admit.Settings, error) {
-	if err := rule.Validate(); err != nil {
-		return admit.Settings{}, fmt.Errorf("locked: %w", err)
-	}
-	set, err := admit.NewSettings(opts...)
-	if err != nil {
-		return admit.Settings{}, fmt.Errorf("locked: %w", err)
-	}
-	return set, nil
 }
 
 // single guards one key's state with one mutex.
@@ -107,15 +154,38 @@ const cacheLinePad = 128
 // constant expression because stripe is generic. TestStripeSize pins the two
 // together.
 type stripeFields struct {
-	mu sync.Mutex
-	m  map[string]unsafe.Pointer
+	mu    sync.Mutex
+	m     map[string]unsafe.Pointer
+	floor time.Duration
+	peak  int
 }
 
 // stripe is a mutex and the states of the keys that hash to it.
 type stripe[S any] struct {
 	mu sync.Mutex
-	m  map[string]*S // guarded by mu; a key's state lives as long as the limiter
-	_  [cacheLinePad - unsafe.Sizeof(stripeFields{})]byte
+	m  map[string]*S // guarded by mu
+
+	// floor is guarded by mu: the newest reading at which a key of this
+	// stripe has been evicted (math.MinInt64 before the first). A call that
+	// finds its key missing decides at max(its reading, floor): the key may
+	// have been evicted as fresh at floor, and a fresh state is equivalent
+	// to a new one only from floor on. Calls on stored keys use their own
+	// reading, exactly as without eviction. docs/keyed-stores.md has the proof.
+	floor time.Duration
+
+	peak int // guarded by mu: the most keys m has held since it was made
+
+	_ [cacheLinePad - unsafe.Sizeof(stripeFields{})]byte
+}
+
+// counter holds the words only insertions write, on a 128-byte stretch of
+// their own, so that insertions do not slow down the reads of the limiter's
+// other fields.
+type counter struct {
+	_      [cacheLinePad]byte
+	n      atomic.Int64  // keys stored, kept only when maxKeys > 0
+	cursor atomic.Uint32 // where makeRoom starts visiting other stripes
+	_      [cacheLinePad - 12]byte
 }
 
 // keyed spreads keys over striped locks.
@@ -123,25 +193,37 @@ type keyed[S any, K kernel.Kernel[S]] struct {
 	k       K
 	clock   clock.Clock
 	seed    maphash.Seed
-	mask    uint64
+	shift   uint          // a hash's stripe is hash >> shift (64 for one stripe: 0)
+	limit   int           // the rule's Limit
+	maxKeys int64         // WithMaxKeys, or 0 for no bound
+	horizon time.Duration // the longest a state can take to become fresh
 	stripes []stripe[S]
+	keys    counter // keys stored (when maxKeys > 0), and makeRoom's cursor
+
+	// pause, when set (by tests only), is called once, by the first call to
+	// reach it after it has read the clock and before it takes its stripe's
+	// lock.
+	pause atomic.Pointer[func()]
 }
 
-// stripeCount is four stripes per processor, rounded up to a power of two, and
-// at least 16: enough that independent keys rarely share a stripe.
-func stripeCount() int {
-	n := 16
-	for n < 4*runtime.GOMAXPROCS(0) {
-		n <<= 1
+func newKeyed[S any, K kernel.Kernel[S]](k K, rule admit.Rule, set admit.Settings) *keyed[S, K] {
+	n := set.ShardCount()
+	l := &keyed[S, K]{
+		k:       k,
+		clock:   set.Clock,
+		seed:    maphash.MakeSeed(),
+		shift:   uint(64 - bits.TrailingZeros(uint(n))),
+		limit:   rule.Limit,
+		maxKeys: int64(set.MaxKeys),
+		horizon: rule.Window,
+		stripes: make([]stripe[S], n),
 	}
-	return n
-}
-
-func newKeyed[S any, K kernel.Kernel[S]](k K, set admit.Settings) *keyed[S, K] {
-	n := stripeCount()
-	l := &keyed[S, K]{k: k, clock: set.Clock, seed: maphash.MakeSeed(), mask: uint64(n - 1), stripes: make([]stripe[S], n)}
+	if rule.Algorithm == admit.SlidingCounter {
+		l.horizon = addSat(rule.Window, rule.Window) // both windows must roll out
+	}
 	for i := range l.stripes {
 		l.stripes[i].m = make(map[string]*S)
+		l.stripes[i].floor = math.MinInt64
 	}
 	return l
 }
@@ -150,18 +232,62 @@ func (l *keyed[S, K]) Allow(key string) admit.Decision { return l.AllowN(key, 1)
 
 func (l *keyed[S, K]) AllowN(key string, n int) admit.Decision {
 	now := l.clock.Now()
-	st := &l.stripes[maphash.String(l.seed, key)&l.mask]
+	if p := l.pause.Load(); p != nil && l.pause.CompareAndSwap(p, nil) {
+		(*p)()
+	}
+	st := &l.stripes[maphash.String(l.seed, key)>>l.shift]
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if s := st.m[key]; s != nil {
 		return l.k.Allow(s, now, n)
 	}
-	// A new key is stored only once it has admitted something: a probe or a
-	// request that can never pass leaves no state behind, like any denial.
+	return l.insert(st, key, now, n)
+}
+
+// insert decides a request for a key that st does not hold, and stores the
+// key if it admitted something: a probe or a request that can never pass
+// leaves no state behind, like any denial. It requires that st.mu is held.
+func (l *keyed[S, K]) insert(st *stripe[S], key string, now time.Duration, n int) admit.Decision {
+	now = max(now, st.floor) // the key may have been evicted as fresh at floor
 	s := new(S)
 	d := l.k.Allow(s, now, n)
-	if d.Allowed && n > 0 {
-		st.m[strings.Clone(key)] = s // our own copy: the caller may reuse key's memory
+	if !d.Allowed || n == 0 {
+		return d
 	}
+	if len(st.m) >= sweepMinLen {
+		l.sweep(st, now, sweepBatch)
+	}
+	if l.maxKeys > 0 && !l.reserve() {
+		if wait, ok := l.makeRoom(st, now); !ok {
+			return admit.Decision{Limit: l.limit, RetryAfter: wait}
+		}
+	}
+	st.m[strings.Clone(key)] = s // our own copy: the caller may reuse key's memory
+	st.peak = max(st.peak, len(st.m))
 	return d
+}
+
+// reserve counts one more key if the limiter has room for it.
+func (l *keyed[S, K]) reserve() bool {
+	for {
+		c := l.keys.n.Load()
+		if c >= l.maxKeys {
+			return false
+		}
+		if l.keys.n.CompareAndSwap(c, c+1) {
+			return true
+		}
+	}
+}
+
+// Len implements [Store].
+func (l *keyed[S, K]) Len() int {
+	total := 0
+	for i := range l.stripes {
+		st := &l.stripes[i]
+		st.mu.Lock()
+		total += len(st.m)
+		st.mu.Unlock()
+	}
+	return total
 }

@@ -3,10 +3,14 @@ package locked_test
 import (
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/conformance"
 	"github.com/admit-go/admit/locked"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Variant{
@@ -14,5 +18,6 @@ func TestConformance(t *testing.T) {
 		New:        locked.New,
 		NewLimiter: locked.NewLimiter,
 		Supports:   func(admit.Algorithm) bool { return true },
+		Store:      locked.Hooks,
 	})
 }

@@ -2,6 +2,9 @@
 // the same scenarios, the same differential check against the pure kernels with
 // time moving between calls, and the same concurrency checks, run over a table
 // of constructors. A new variant is covered by calling [Run] from its tests.
+// Keyed stores that evict idle keys also pass the keyed-store checks (lossless
+// eviction, the deterministic eviction races, bounded memory, the full-store
+// policy), for which their tests wire [StoreHooks].
 package conformance
 
 import (
@@ -33,14 +36,26 @@ type Variant struct {
 	// AllowAllocs is the most allocations one admitted Allow on an existing key
 	// may make (0 for mutex and packed-word variants).
 	AllowAllocs float64
+
+	// HashedKeys reports whether New accepts admit.WithHashedKeys; if not,
+	// it must return an error wrapping admit.ErrUnsupported for it.
+	HashedKeys bool
+
+	// Store, when not nil, gives the keyed-store checks (eviction, bounded
+	// memory, the full-store policy) their test-only access to the store
+	// behind New's limiters, which must then also have the methods
+	// Len() int and Sweep() int. See [StoreHooks].
+	Store *StoreHooks
 }
 
 // Algorithms lists every algorithm, in order.
 var Algorithms = []admit.Algorithm{admit.TokenBucket, admit.FixedWindow, admit.SlidingLog, admit.SlidingCounter}
 
-// Run runs the whole suite against v.
+// Run runs the whole suite against v: the keyed-store checks (store.go) too
+// if v.Store is set.
 func Run(t *testing.T, v Variant) {
 	t.Run("Errors", func(t *testing.T) { testErrors(t, v) })
+	t.Run("StoreOptions", func(t *testing.T) { testStoreOptions(t, v) })
 	for _, alg := range Algorithms {
 		if !v.Supports(alg) {
 			continue
@@ -52,7 +67,24 @@ func Run(t *testing.T, v Variant) {
 			t.Run("KeyCopied", func(t *testing.T) { testKeyCopied(t, v, alg) })
 			t.Run("FrozenClockExact", func(t *testing.T) { testFrozenClockExact(t, v, alg) })
 			t.Run("Allocs", func(t *testing.T) { testAllocs(t, v, alg) })
+			if v.Store != nil {
+				runStore(t, v, alg)
+			}
 		})
+	}
+}
+
+// RunStore runs only the keyed-store checks (eviction, bounded memory, the
+// full-store policy) against v, whose Store must be set: for a variant whose
+// tests call [Run] without Store, so that nothing runs twice.
+func RunStore(t *testing.T, v Variant) {
+	if v.Store == nil {
+		t.Fatalf("conformance.RunStore(%s): the Variant has no Store hooks", v.Name)
+	}
+	for _, alg := range Algorithms {
+		if v.Supports(alg) {
+			t.Run("algo="+alg.String(), func(t *testing.T) { runStore(t, v, alg) })
+		}
 	}
 }
 

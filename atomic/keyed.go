@@ -1,0 +1,757 @@
+package atomic
+
+import (
+	"hash/maphash"
+	"math"
+	"math/bits"
+	"strings"
+	"sync"
+	satomic "sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/puzpuzpuz/xsync/v3"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/hook"
+	"github.com/admit-go/admit/internal/kernel"
+)
+
+// This file is the keyed store: a concurrent map from key to cell, with
+// lossless eviction of idle keys by tombstones.
+//
+// # The eviction protocol
+//
+// A keyed cell is a state word (or snapshot pointer) like the single-key
+// cells', plus one value reserved as its tombstone, which no state ever
+// takes. A cell is evicted in three steps:
+//
+//  1. The sweeper loads the cell's value v and decides that v is fresh at
+//     its reading at (kernel.Fresh: equivalent to a new key's state at at
+//     and at every later reading).
+//  2. It raises the store's floor to at, then swaps v for the tombstone by
+//     CompareAndSwap(v, tombstone). The CAS succeeds only if the value is
+//     still v, a state known to be fresh: no admission can be lost. (Even
+//     an ABA, the value leaving v and coming back, would be harmless, since
+//     the check is on the value; and it cannot happen, since every state
+//     word only moves forward.) A tombstone is final: no CAS ever replaces it.
+//  3. It unlinks the cell with xsync's Compute, deleting the key only if the
+//     map still maps it to this very cell.
+//
+// A call that loads the tombstone, or whose CAS fails and then loads it, has
+// published nothing: it helps unlink the cell (step 3) and starts over from
+// the map lookup, where it finds the key missing or recreated. So no call
+// ever admits on a cell that has left the map (an orphan), and each key has
+// one budget at a time. A call that finds its key missing decides at
+// max(its reading, floor): the key may have been evicted as fresh at floor,
+// and a fresh state is equivalent to a new one only from floor on (see
+// docs/keyed-stores.md for why calls on present keys need no such clamp).
+// Step 2 raises the floor before the tombstone is visible, and sequentially
+// consistent atomics order it before any call's observation of the
+// tombstone or of the key's absence, after which the call reads the floor.
+//
+// # Finding idle keys
+//
+// xsync's Range always starts from its first bucket, so it cannot sweep a
+// little at a time. Each new cell is instead appended to one of 2^k rings
+// (k from admit.WithShards), chosen by a seeded hash of its key: FIFO queues
+// of cells, each guarded by a mutex taken only by insertions and sweeps,
+// never by calls on stored keys. A sweep pops cells from a ring's head,
+// evicts the fresh ones and appends the others back (a second chance, as
+// the CLOCK algorithm does), so every cell is examined once per pass.
+
+// Tuning of eviction, the same as packages sharded and locked;
+// docs/keyed-stores.md documents the values.
+const (
+	// evictionSlack is how much older than the clock the reading is at which
+	// a sweep decides that a key is idle: a call whose own reading is at most
+	// this stale sees an evicted key exactly as it would have seen its state.
+	evictionSlack = 100 * time.Millisecond
+
+	// sweepBatch is how many cells an insertion examines for eviction, from
+	// the head of its ring.
+	sweepBatch = 4
+
+	// sweepMinLen is the ring length below which insertions do not sweep.
+	sweepMinLen = 64
+
+	// fullScan is how many cells a new key examines when the store is full
+	// ([admit.WithMaxKeys]), evicting the idle ones: from its own ring
+	// first, then from up to fullShards other rings.
+	fullScan = 32
+
+	// fullShards is how many other rings a new key in a full store visits
+	// when its own ring has no idle cell, so that an idle key anywhere can
+	// make room.
+	fullShards = 8
+)
+
+// cacheLinePad is the size the store's shared words and rings are padded to.
+// 128, not 64: Intel's adjacent-line prefetcher fetches 64-byte lines in
+// pairs, so two words that share a 128-byte pair still slow each other down;
+// 128 is also the line size of Apple's arm64 cores.
+const cacheLinePad = 128
+
+// paddedInt64 is an atomic word on a 128-byte stretch of its own, so that
+// writing it does not slow down the reads of its neighbours.
+type paddedInt64 struct {
+	_ [cacheLinePad]byte
+	n satomic.Int64
+	_ [cacheLinePad - 8]byte
+}
+
+// counter holds the words only insertions write, on a 128-byte stretch of
+// their own.
+type counter struct {
+	_      [cacheLinePad]byte
+	n      satomic.Int64  // keys stored, kept only when maxKeys > 0
+	cursor satomic.Uint32 // where makeRoom starts visiting other rings
+	_      [cacheLinePad - 12]byte
+}
+
+// raise makes w at least v.
+func (w *paddedInt64) raise(v int64) {
+	for {
+		old := w.n.Load()
+		if old >= v || w.n.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// kcell is one key's cell in a keyed store; K is what it needs to decide. The
+// methods are those of the eviction protocol above.
+type kcell[K any] interface {
+	// allowN decides a request for n at reading now. live is false if the
+	// cell is a tombstone: nothing was decided, and the caller must unlink
+	// the cell and start over from the map. pause, when not nil (tests
+	// only), is called once, after the first load of the cell's value.
+	allowN(k K, now time.Duration, n int, pause func()) (d admit.Decision, live bool)
+	// evict turns the cell into a tombstone if its value is fresh at reading
+	// at, raising floor to at first; it reports whether it did.
+	evict(k K, at time.Duration, floor *paddedInt64) bool
+	// key returns the cell's key, the map's own copy.
+	key() string
+	setKey(string)
+}
+
+// tbKeyCell is one key's token bucket packed in one word (see tbCell):
+//
+//	bits[0:64]  the TAT, biased exactly as kernel.TokenBucketState.TAT
+//
+// The word 1 (a TAT of math.MinInt64+1 ns) is the tombstone. The kernel never
+// writes it: every TAT it writes is a reading clamped to at least
+// -(2^62-1) ns, plus at least one nanosecond of cost.
+type tbKeyCell struct {
+	w    satomic.Uint64
+	name string
+}
+
+const tbTombstone = 1
+
+func (c *tbKeyCell) key() string       { return c.name }
+func (c *tbKeyCell) setKey(key string) { c.name = key }
+
+// allowN is tbCell's CAS loop with the tombstone check; the linearization
+// points are tbCell's.
+func (c *tbKeyCell) allowN(k *kernel.TokenBucket, now time.Duration, n int, pause func()) (admit.Decision, bool) {
+	for {
+		old := c.w.Load()
+		if pause != nil {
+			pause()
+			pause = nil
+		}
+		if old == tbTombstone {
+			return admit.Decision{}, false
+		}
+		s := kernel.TokenBucketState{TAT: old}
+		d := k.Allow(&s, now, n)
+		if s.TAT == old {
+			return d, true
+		}
+		hook.Between(hook.BeforeCAS)
+		if c.w.CompareAndSwap(old, s.TAT) {
+			return d, true
+		}
+	}
+}
+
+// evict is step 2 of the eviction protocol (see the top of this file). The
+// tempting wrong version checks freshness and then Stores the tombstone: an
+// admission published between the check and the Store would be erased with
+// the cell, and its key would start afresh with a second budget. The CAS
+// from the exact value judged fresh is the eviction's linearization point.
+func (c *tbKeyCell) evict(k *kernel.TokenBucket, at time.Duration, floor *paddedInt64) bool {
+	old := c.w.Load()
+	if old == tbTombstone {
+		return false
+	}
+	s := kernel.TokenBucketState{TAT: old}
+	if !k.Fresh(&s, at) {
+		return false
+	}
+	floor.raise(int64(at))
+	hook.Between(hook.BeforeCAS)
+	return c.w.CompareAndSwap(old, tbTombstone)
+}
+
+// tbSnapKeyCell is one key's token bucket as an immutable snapshot (see
+// tbSnapCell); nil is a full bucket and tbSnapTombstone, a snapshot no cell
+// ever publishes, is the tombstone.
+type tbSnapKeyCell struct {
+	p    satomic.Pointer[kernel.TokenBucketState]
+	name string
+}
+
+var tbSnapTombstone = new(kernel.TokenBucketState)
+
+func (c *tbSnapKeyCell) key() string       { return c.name }
+func (c *tbSnapKeyCell) setKey(key string) { c.name = key }
+
+func (c *tbSnapKeyCell) allowN(k *kernel.TokenBucket, now time.Duration, n int, pause func()) (admit.Decision, bool) {
+	var next *kernel.TokenBucketState
+	for {
+		cur := c.p.Load()
+		if pause != nil {
+			pause()
+			pause = nil
+		}
+		if cur == tbSnapTombstone {
+			return admit.Decision{}, false
+		}
+		var s kernel.TokenBucketState
+		if cur != nil {
+			s = *cur
+		}
+		d := k.Allow(&s, now, n)
+		if !d.Allowed || n == 0 || (cur != nil && s == *cur) {
+			return d, true
+		}
+		if next == nil {
+			next = new(kernel.TokenBucketState)
+		}
+		*next = s
+		hook.Between(hook.BeforeCAS)
+		if c.p.CompareAndSwap(cur, next) {
+			return d, true
+		}
+	}
+}
+
+func (c *tbSnapKeyCell) evict(k *kernel.TokenBucket, at time.Duration, floor *paddedInt64) bool {
+	cur := c.p.Load()
+	if cur == tbSnapTombstone {
+		return false
+	}
+	var s kernel.TokenBucketState
+	if cur != nil {
+		s = *cur
+	}
+	if !k.Fresh(&s, at) {
+		return false
+	}
+	floor.raise(int64(at))
+	hook.Between(hook.BeforeCAS)
+	return c.p.CompareAndSwap(cur, tbSnapTombstone)
+}
+
+// fwKeyCell is one key's fixed window packed in one word, with fwCodec's bit
+// map. The tombstone is ^mask: Count 0 with every index bit set. The cell
+// never publishes a Count of 0 (it publishes only after an admission), and
+// its zero word is a fresh key, so no state takes the tombstone's value.
+type fwKeyCell struct {
+	w    satomic.Uint64
+	name string
+}
+
+func (c *fwKeyCell) key() string       { return c.name }
+func (c *fwKeyCell) setKey(key string) { c.name = key }
+
+func (c *fwKeyCell) allowN(k *fwCodec, now time.Duration, n int, pause func()) (admit.Decision, bool) {
+	idx := k.k.Index(now)
+	tomb := ^k.mask
+	for {
+		old := c.w.Load()
+		if pause != nil {
+			pause()
+			pause = nil
+		}
+		if old == tomb {
+			return admit.Decision{}, false
+		}
+		s := k.unpack(old, idx)
+		d := k.k.Allow(&s, now, n)
+		if !d.Allowed || n == 0 {
+			return d, true
+		}
+		hook.Between(hook.BeforeCAS)
+		if c.w.CompareAndSwap(old, k.pack(s)) {
+			return d, true
+		}
+	}
+}
+
+func (c *fwKeyCell) evict(k *fwCodec, at time.Duration, floor *paddedInt64) bool {
+	old := c.w.Load()
+	if old == ^k.mask {
+		return false
+	}
+	s := k.unpack(old, k.k.Index(at))
+	if !k.k.Fresh(&s, at) {
+		return false
+	}
+	floor.raise(int64(at))
+	hook.Between(hook.BeforeCAS)
+	return c.w.CompareAndSwap(old, ^k.mask)
+}
+
+// scKeyCell is one key's sliding counter packed in one word, with scCodec's
+// bit map. The tombstone is ^mask: Curr 0 with every other bit set. The cell
+// publishes only after an admission, when Curr >= 1, and its zero word is a
+// fresh key, so no state takes the tombstone's value.
+type scKeyCell struct {
+	w    satomic.Uint64
+	name string
+}
+
+func (c *scKeyCell) key() string       { return c.name }
+func (c *scKeyCell) setKey(key string) { c.name = key }
+
+func (c *scKeyCell) allowN(k *scCodec, now time.Duration, n int, pause func()) (admit.Decision, bool) {
+	idx := k.k.Index(now)
+	tomb := ^k.mask
+	for {
+		old := c.w.Load()
+		if pause != nil {
+			pause()
+			pause = nil
+		}
+		if old == tomb {
+			return admit.Decision{}, false
+		}
+		s := k.unpack(old, idx)
+		d := k.k.Allow(&s, now, n)
+		if !d.Allowed || n == 0 {
+			return d, true
+		}
+		hook.Between(hook.BeforeCAS)
+		if c.w.CompareAndSwap(old, k.pack(s)) {
+			return d, true
+		}
+	}
+}
+
+func (c *scKeyCell) evict(k *scCodec, at time.Duration, floor *paddedInt64) bool {
+	old := c.w.Load()
+	if old == ^k.mask {
+		return false
+	}
+	s := k.unpack(old, k.k.Index(at))
+	if !k.k.Fresh(&s, at) {
+		return false
+	}
+	floor.raise(int64(at))
+	hook.Between(hook.BeforeCAS)
+	return c.w.CompareAndSwap(old, ^k.mask)
+}
+
+// scSnapKeyCell is one key's sliding counter as an immutable snapshot, for
+// limits too large to pack; nil is fresh and scSnapTombstone the tombstone.
+type scSnapKeyCell struct {
+	p    satomic.Pointer[kernel.SlidingCounterState]
+	name string
+}
+
+var scSnapTombstone = new(kernel.SlidingCounterState)
+
+func (c *scSnapKeyCell) key() string       { return c.name }
+func (c *scSnapKeyCell) setKey(key string) { c.name = key }
+
+func (c *scSnapKeyCell) allowN(k *kernel.SlidingCounter, now time.Duration, n int, pause func()) (admit.Decision, bool) {
+	var next *kernel.SlidingCounterState
+	for {
+		cur := c.p.Load()
+		if pause != nil {
+			pause()
+			pause = nil
+		}
+		if cur == scSnapTombstone {
+			return admit.Decision{}, false
+		}
+		var s kernel.SlidingCounterState
+		if cur != nil {
+			s = *cur
+		}
+		d := k.Allow(&s, now, n)
+		if !d.Allowed || n == 0 {
+			return d, true
+		}
+		if next == nil {
+			next = new(kernel.SlidingCounterState)
+		}
+		*next = s
+		hook.Between(hook.BeforeCAS)
+		if c.p.CompareAndSwap(cur, next) {
+			return d, true
+		}
+	}
+}
+
+func (c *scSnapKeyCell) evict(k *kernel.SlidingCounter, at time.Duration, floor *paddedInt64) bool {
+	cur := c.p.Load()
+	if cur == scSnapTombstone {
+		return false
+	}
+	var s kernel.SlidingCounterState
+	if cur != nil {
+		s = *cur
+	}
+	if !k.Fresh(&s, at) {
+		return false
+	}
+	floor.raise(int64(at))
+	hook.Between(hook.BeforeCAS)
+	return c.p.CompareAndSwap(cur, scSnapTombstone)
+}
+
+// ringFields mirrors the fields of ring, whose size cannot be taken in a
+// constant expression because ring is generic. TestRingSize pins the two.
+type ringFields struct {
+	mu    sync.Mutex
+	cells []unsafe.Pointer
+	head  int
+}
+
+// ring is a FIFO of cells awaiting examination by the sweeper, oldest first.
+// Every cell in the map is in exactly one ring, from just after its creation
+// until a sweep evicts it.
+type ring[C any] struct {
+	mu    sync.Mutex
+	cells []*C // guarded by mu: the queue is cells[head:]
+	head  int  // guarded by mu
+	_     [cacheLinePad - unsafe.Sizeof(ringFields{})]byte
+}
+
+func (r *ring[C]) len() int { return len(r.cells) - r.head }
+
+func (r *ring[C]) push(c *C) { r.cells = append(r.cells, c) }
+
+func (r *ring[C]) pop() *C {
+	c := r.cells[r.head]
+	r.cells[r.head] = nil
+	r.head++
+	if r.head >= 64 && r.head*2 >= len(r.cells) {
+		r.compact()
+	}
+	return c
+}
+
+// compact moves the queue to the front of its slice, or to a smaller slice
+// once it uses a quarter of its capacity, so that memory follows the queue's
+// length.
+func (r *ring[C]) compact() {
+	live := r.cells[r.head:]
+	if cap(r.cells) > 64 && len(live) < cap(r.cells)/4 {
+		r.cells = append(make([]*C, 0, 2*len(live)), live...)
+	} else {
+		n := copy(r.cells, live)
+		clear(r.cells[n:])
+		r.cells = r.cells[:n]
+	}
+	r.head = 0
+}
+
+// keyed is a keyed limiter: a concurrent map from key to cell, with rings of
+// cells for the sweeper. PC is *C, the type whose methods are the cell's.
+type keyed[C any, PC interface {
+	*C
+	kcell[K]
+}, K any] struct {
+	m       *xsync.MapOf[string, *C]
+	k       K
+	limit   int
+	clock   clock.Clock
+	seed    maphash.Seed
+	shift   uint          // a hash's ring is hash >> shift (64 for one ring: 0)
+	maxKeys int64         // WithMaxKeys, or 0 for no bound
+	horizon time.Duration // the longest a state can take to become fresh
+	zero    C             // a fresh cell that is never stored: probes of missing keys decide on it
+	rings   []ring[C]
+
+	// floor is the newest reading at which a cell has been evicted
+	// (math.MinInt64 before the first). See the eviction protocol above.
+	floor paddedInt64
+	keys  counter // keys stored (when maxKeys > 0), and makeRoom's cursor
+
+	// pause, when set (by tests only), is called once, by the first call to
+	// reach it, after it has loaded its key's cell and the cell's value.
+	pause satomic.Pointer[func()]
+}
+
+func newKeyed[C any, PC interface {
+	*C
+	kcell[K]
+}, K any](k K, rule admit.Rule, set admit.Settings) *keyed[C, PC, K] {
+	n := set.ShardCount()
+	l := &keyed[C, PC, K]{
+		m:       xsync.NewMapOf[string, *C](),
+		k:       k,
+		limit:   rule.Limit,
+		clock:   set.Clock,
+		seed:    maphash.MakeSeed(),
+		shift:   uint(64 - bits.TrailingZeros(uint(n))),
+		maxKeys: int64(set.MaxKeys),
+		horizon: rule.Window,
+		rings:   make([]ring[C], n),
+	}
+	if rule.Algorithm == admit.SlidingCounter {
+		l.horizon = addSat(rule.Window, rule.Window) // both windows must roll out
+	}
+	l.floor.n.Store(math.MinInt64)
+	return l
+}
+
+func (l *keyed[C, PC, K]) Allow(key string) admit.Decision { return l.AllowN(key, 1) }
+
+func (l *keyed[C, PC, K]) AllowN(key string, n int) admit.Decision {
+	now := l.clock.Now()
+	var pause func()
+	if p := l.pause.Load(); p != nil && l.pause.CompareAndSwap(p, nil) {
+		pause = *p
+	}
+	for {
+		c, ok := l.m.Load(key)
+		hook.Between(hook.AfterLookup)
+		if !ok {
+			var d admit.Decision
+			if c, d, ok = l.create(key, &now, n); !ok {
+				return d
+			}
+		}
+		if d, live := PC(c).allowN(l.k, now, n, pause); live {
+			return d
+		}
+		// A tombstone: help unlink it, then look the key up again.
+		pause = nil
+		l.unlink(c)
+	}
+}
+
+// create is the path of a call that found key missing. It clamps *now to the
+// floor, then returns the key's cell, creating it (a goroutine racing on the
+// same key gets the same cell), or, with ok false, the call's Decision when
+// it needs no cell: a probe or a request that can never pass (which leave no
+// state behind), or a new key in a full store.
+func (l *keyed[C, PC, K]) create(key string, now *time.Duration, n int) (c *C, d admit.Decision, ok bool) {
+	*now = max(*now, time.Duration(l.floor.n.Load())) // the key may have been evicted as fresh at floor
+	if n <= 0 || n > l.limit {
+		d, _ = PC(&l.zero).allowN(l.k, *now, n, nil) // publishes nothing for these n
+		return nil, d, false
+	}
+	h := maphash.String(l.seed, key)
+	r := &l.rings[h>>l.shift]
+	if l.maxKeys > 0 && !l.reserve() {
+		if wait, ok := l.makeRoom(r, *now); !ok {
+			if c, ok := l.m.Load(key); ok {
+				return c, d, true // created meanwhile by another call: no room needed
+			}
+			return nil, admit.Decision{Limit: l.limit, RetryAfter: wait}, false
+		}
+	}
+	name := strings.Clone(key) // the map's own copy: the caller may reuse key's memory
+	var created *C
+	c, loaded := l.m.LoadOrCompute(name, func() *C {
+		created = new(C)
+		PC(created).setKey(name)
+		return created
+	})
+	if loaded {
+		if l.maxKeys > 0 {
+			l.keys.n.Add(-1) // another call created it; give back our room
+		}
+		return c, d, true
+	}
+	l.track(r, created, *now)
+	return c, d, true
+}
+
+// reserve counts one more key if the store has room for it.
+func (l *keyed[C, PC, K]) reserve() bool {
+	for {
+		c := l.keys.n.Load()
+		if c >= l.maxKeys {
+			return false
+		}
+		if l.keys.n.CompareAndSwap(c, c+1) {
+			return true
+		}
+	}
+}
+
+// unlink removes the tombstone c from the map, if the map still maps c's key
+// to c, and then uncounts the key: exactly once, by the Compute that deletes.
+func (l *keyed[C, PC, K]) unlink(c *C) {
+	deleted := false
+	l.m.Compute(PC(c).key(), func(old *C, loaded bool) (*C, bool) {
+		if loaded && old == c {
+			deleted = true
+			return nil, true
+		}
+		return old, !loaded // keep what is there; store nothing if nothing is
+	})
+	if deleted && l.maxKeys > 0 {
+		l.keys.n.Add(-1)
+	}
+}
+
+// track appends a new cell to its ring and, once the ring is long enough,
+// sweeps a few cells from the ring's head.
+func (l *keyed[C, PC, K]) track(r *ring[C], c *C, now time.Duration) {
+	var dead [sweepBatch]*C
+	r.mu.Lock()
+	r.push(c)
+	ndead := 0
+	if r.len() >= sweepMinLen {
+		at := evictionReading(now)
+		for range sweepBatch {
+			c := r.pop()
+			if PC(c).evict(l.k, at, &l.floor) {
+				dead[ndead] = c
+				ndead++
+			} else {
+				r.push(c) // a second chance: back of the queue
+			}
+		}
+	}
+	r.mu.Unlock()
+	for _, c := range dead[:ndead] {
+		l.unlink(c)
+	}
+}
+
+// makeRoom is called when the store is full and a new key of ring own would
+// pass. It evicts the idle cells among up to fullScan cells, those of own
+// first, then those of up to fullShards other rings (from a cursor that moves
+// on at each call, so that calls in turn visit every ring), and tries again
+// to reserve room for one key. If it cannot, it returns the RetryAfter of the
+// denial: the time until the soonest of the cells it examined becomes
+// evictable (plus the slack), or the rule's longest reset time if it
+// examined none.
+func (l *keyed[C, PC, K]) makeRoom(own *ring[C], now time.Duration) (time.Duration, bool) {
+	at := evictionReading(now)
+	soonest := l.horizon
+	examined, evicted := l.scan(own, now, at, fullScan, &soonest)
+	if evicted > 0 && l.reserve() {
+		return 0, true
+	}
+	start := l.keys.cursor.Add(fullShards)
+	for i := range min(fullShards, len(l.rings)) {
+		if examined >= fullScan {
+			break
+		}
+		r := &l.rings[(start+uint32(i))&uint32(len(l.rings)-1)]
+		if r == own {
+			continue
+		}
+		e, v := l.scan(r, now, at, fullScan-examined, &soonest)
+		examined, evicted = examined+e, evicted+v
+		if v > 0 && l.reserve() {
+			return 0, true
+		}
+	}
+	if l.reserve() { // another call may have made room meanwhile
+		return 0, true
+	}
+	if evicted > 0 {
+		soonest = 0 // room was made, and a concurrent insertion took it
+	}
+	return addSat(soonest, evictionSlack), false
+}
+
+// scan examines up to limit cells from the head of ring r, evicts those fresh
+// at reading at and puts the others back at the tail; for those it lowers
+// *soonest to the time from now until they become fresh. It unlinks the
+// evicted cells after releasing r's lock, and returns how many cells it
+// examined and evicted.
+func (l *keyed[C, PC, K]) scan(r *ring[C], now, at time.Duration, limit int, soonest *time.Duration) (examined, evicted int) {
+	var dead [fullScan]*C
+	r.mu.Lock()
+	for range min(limit, fullScan, r.len()) {
+		c := r.pop()
+		examined++
+		if PC(c).evict(l.k, at, &l.floor) {
+			dead[evicted] = c
+			evicted++
+			continue
+		}
+		// A probe (n == 0) publishes nothing and reports how long the state
+		// takes to become fresh if nothing else arrives.
+		if d, live := PC(c).allowN(l.k, now, 0, nil); live {
+			*soonest = min(*soonest, d.ResetAfter)
+		}
+		r.push(c)
+	}
+	r.mu.Unlock()
+	for _, c := range dead[:evicted] {
+		l.unlink(c)
+	}
+	return examined, evicted
+}
+
+// Len implements [Store]. It is xsync's count of the map's entries, which
+// may not include all of the latest operations in presence of concurrent
+// modifications.
+func (l *keyed[C, PC, K]) Len() int { return l.m.Size() }
+
+// Sweep implements [Store].
+func (l *keyed[C, PC, K]) Sweep() int {
+	return l.sweepAt(evictionReading(l.clock.Now()))
+}
+
+// sweepAt evicts every cell that is fresh at reading at, ring by ring, and
+// returns how many it evicted. It holds a ring's lock while it examines the
+// ring, and unlinks the evicted cells after releasing it.
+func (l *keyed[C, PC, K]) sweepAt(at time.Duration) int {
+	total := 0
+	var dead []*C
+	for i := range l.rings {
+		r := &l.rings[i]
+		dead = dead[:0]
+		r.mu.Lock()
+		kept := r.cells[:0]
+		for _, c := range r.cells[r.head:] {
+			if PC(c).evict(l.k, at, &l.floor) {
+				dead = append(dead, c)
+			} else {
+				kept = append(kept, c)
+			}
+		}
+		clear(r.cells[len(kept):])
+		r.cells, r.head = kept, 0
+		r.compact()
+		r.mu.Unlock()
+		for _, c := range dead {
+			l.unlink(c)
+		}
+		total += len(dead)
+	}
+	return total
+}
+
+// evictionReading is the reading at which a sweep that read now decides
+// which keys are idle: now minus the slack, saturated.
+func evictionReading(now time.Duration) time.Duration {
+	if now < math.MinInt64+evictionSlack {
+		return math.MinInt64
+	}
+	return now - evictionSlack
+}
+
+// addSat returns a+b for b >= 0, saturated at the largest Duration.
+func addSat(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}

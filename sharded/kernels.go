@@ -1,0 +1,66 @@
+package sharded
+
+import (
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/kernel"
+)
+
+// packedTB is the token-bucket kernel on a bare TAT word, for rules whose
+// emission interval Window/Limit is a whole number of nanoseconds
+// (kernel.TokenBucket.Packable): the state's Frac is then always 0, and
+// storing the TAT alone halves the state. It adds no arithmetic: it moves the
+// word in and out of the kernel's state.
+type packedTB struct{ k *kernel.TokenBucket }
+
+// Allow is kernel.TokenBucket.Allow on the word.
+func (p *packedTB) Allow(s *uint64, now time.Duration, n int) admit.Decision {
+	st := kernel.TokenBucketState{TAT: *s}
+	d := p.k.Allow(&st, now, n)
+	*s = st.TAT
+	return d
+}
+
+// Fresh is kernel.TokenBucket.Fresh on the word.
+func (p *packedTB) Fresh(s *uint64, now time.Duration) bool {
+	st := kernel.TokenBucketState{TAT: *s}
+	return p.k.Fresh(&st, now)
+}
+
+// decide runs the store's kernel on *s. It dispatches on the kernel's
+// concrete type rather than calling a method of a type parameter: Go
+// compiles such a call through a dictionary, which makes escape analysis
+// assume that s escapes, so the caller's state would move to the heap, one
+// allocation per call. Here every call is static and s stays on the stack.
+func (l *store[KT, S]) decide(s *S, now time.Duration, n int) admit.Decision {
+	switch k := l.kern.(type) {
+	case *packedTB:
+		return k.Allow(any(s).(*uint64), now, n)
+	case *kernel.TokenBucket:
+		return k.Allow(any(s).(*kernel.TokenBucketState), now, n)
+	case *kernel.FixedWindow:
+		return k.Allow(any(s).(*kernel.FixedWindowState), now, n)
+	case *kernel.SlidingLog:
+		return k.Allow(any(s).(*kernel.Log), now, n)
+	default:
+		return l.kern.(*kernel.SlidingCounter).Allow(any(s).(*kernel.SlidingCounterState), now, n)
+	}
+}
+
+// fresh reports whether *s is equivalent to a new key's state at reading now
+// (kernel.Fresh), dispatching as decide does.
+func (l *store[KT, S]) fresh(s *S, now time.Duration) bool {
+	switch k := l.kern.(type) {
+	case *packedTB:
+		return k.Fresh(any(s).(*uint64), now)
+	case *kernel.TokenBucket:
+		return k.Fresh(any(s).(*kernel.TokenBucketState), now)
+	case *kernel.FixedWindow:
+		return k.Fresh(any(s).(*kernel.FixedWindowState), now)
+	case *kernel.SlidingLog:
+		return k.Fresh(any(s).(*kernel.Log), now)
+	default:
+		return l.kern.(*kernel.SlidingCounter).Fresh(any(s).(*kernel.SlidingCounterState), now)
+	}
+}

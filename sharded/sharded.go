@@ -1,0 +1,306 @@
+package sharded
+
+import (
+	"fmt"
+	"hash/maphash"
+	"math"
+	"math/bits"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/kernel"
+)
+
+// Store is the keyed limiter [New] returns, with the controls of its store.
+// New's result type is admit.KeyedLimiter, so that New is an [admit.Factory];
+// assert it to reach these methods:
+//
+//	store := lim.(sharded.Store)
+type Store interface {
+	admit.KeyedLimiter
+
+	// Len returns the number of keys stored now. It takes each shard's lock
+	// in turn, so under concurrent calls it may not include all of the
+	// latest insertions and evictions.
+	Len() int
+
+	// Sweep evicts every key that is idle now (its state equivalent to a
+	// fresh key's at the clock's reading minus the slack) and rebuilds the
+	// maps it shrinks, one shard at a time; it returns the number of keys it
+	// evicted. It costs time in proportion to the keys stored and holds each
+	// shard's lock while it sweeps that shard. Calls need not sweep: it is
+	// for owners who want memory back while no new keys arrive, for example
+	// from a time.Ticker in a goroutine of their own.
+	Sweep() int
+}
+
+// New returns a keyed limiter enforcing rule independently for every key,
+// with its keys in hash shards and idle-key eviction; see the package
+// documentation. It supports all four algorithms and honours every option:
+// [admit.WithShards], [admit.WithMaxKeys], [admit.WithHashedKeys] and
+// [admit.WithClock]. The error wraps [admit.ErrInvalidRule] or
+// [admit.ErrInvalidOption]. The limiter is always a [Store].
+func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
+	if err := rule.Validate(); err != nil {
+		return nil, fmt.Errorf("sharded: %w", err)
+	}
+	set, err := admit.NewSettings(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("sharded: %w", err)
+	}
+	switch rule.Algorithm {
+	case admit.TokenBucket:
+		if k := kernel.NewTokenBucket(rule); k.Packable() {
+			return build[uint64](&packedTB{k}, rule, set), nil
+		} else {
+			return build[kernel.TokenBucketState](k, rule, set), nil
+		}
+	case admit.FixedWindow:
+		return build[kernel.FixedWindowState](kernel.NewFixedWindow(rule), rule, set), nil
+	case admit.SlidingLog:
+		return build[kernel.Log](kernel.NewSlidingLog(rule), rule, set), nil
+	default: // admit.SlidingCounter; Validate rejected anything else
+		return build[kernel.SlidingCounterState](kernel.NewSlidingCounter(rule), rule, set), nil
+	}
+}
+
+func build[S any](kern any, rule admit.Rule, set admit.Settings) Store {
+	if set.HashedKeys {
+		l := new(hashedKeys[S])
+		l.init(kern, rule, set, nil)
+		return l
+	}
+	l := new(fullKeys[S])
+	l.init(kern, rule, set, strings.Clone)
+	return l
+}
+
+// Tuning of eviction. The values are documented in the package doc and in
+// docs/keyed-stores.md; change them there too.
+const (
+	// evictionSlack is how much older than the clock the reading is at which
+	// a sweep decides that a key is idle. A request whose own reading is at
+	// most this stale sees an evicted key exactly as it would have seen the
+	// state (which was already fresh at its reading); a staler one that
+	// finds its key gone is judged at the shard's floor. See shard.floor.
+	evictionSlack = 100 * time.Millisecond
+
+	// sweepBatch is how many keys an insertion examines for eviction, from a
+	// random place in its shard. In a store under churn with a fraction f of
+	// its keys idle, an insertion evicts sweepBatch×f keys on average, so
+	// insertions and evictions balance when at most 1/sweepBatch of the keys
+	// are idle: the store holds about 4/3 of the keys in use.
+	sweepBatch = 4
+
+	// sweepMinLen is the size below which insertions do not sweep a shard:
+	// fewer idle keys than this cost less than looking for them.
+	sweepMinLen = 64
+
+	// fullScan is how many keys a new key examines when the store is full
+	// ([admit.WithMaxKeys]), evicting the idle ones: from its own shard
+	// first, then from up to fullShards other shards.
+	fullScan = 32
+
+	// fullShards is how many other shards a new key in a full store visits
+	// when its own shard has no idle key: an idle key in any shard must be
+	// able to make room, or a key whose shard is empty would be denied for
+	// as long as no other key arrives there.
+	fullShards = 8
+
+	// rebuildMin and the factor 4: a shard's map is rebuilt when it holds a
+	// quarter of the keys it held at its peak, if that peak was at least
+	// rebuildMin. Rebuilding copies at most a quarter of the peak, paid for
+	// by the three quarters deleted, so it costs O(1) per eviction.
+	rebuildMin = 32
+)
+
+// cacheLinePad is the size shards are padded to. 128, not 64: Intel's
+// adjacent-line prefetcher fetches 64-byte lines in pairs, so two shards that
+// share a 128-byte pair still slow each other down; 128 is also the line size
+// of Apple's arm64 cores.
+const cacheLinePad = 128
+
+// shardFields mirrors the fields of shard, whose size cannot be taken in a
+// constant expression because shard is generic (a map is one pointer
+// whatever its types). TestShardSize pins the two together.
+type shardFields struct {
+	mu    sync.Mutex
+	m     map[string]struct{}
+	floor time.Duration
+	peak  int
+}
+
+// shard is a mutex and the states of the keys that hash to it.
+type shard[KT comparable, S any] struct {
+	mu sync.Mutex
+	m  map[KT]S // guarded by mu
+
+	// floor is guarded by mu. It is the newest reading at which a key of
+	// this shard has been evicted (math.MinInt64 until the first eviction).
+	// A call that finds its key missing decides at max(its reading, floor),
+	// never at an older reading: a missing key may be one that was evicted
+	// because it was fresh at floor, and a fresh state is equivalent to a
+	// new one only at readings from floor on. Calls on keys present use
+	// their own reading, exactly like the store without eviction.
+	floor time.Duration
+
+	peak int // guarded by mu: the most keys m has held since it was made
+
+	_ [cacheLinePad - unsafe.Sizeof(shardFields{})]byte
+}
+
+// counter holds the words only insertions write, on a 128-byte stretch of
+// their own, so that insertions do not slow down every call's reads of the
+// store's other fields.
+type counter struct {
+	_      [cacheLinePad]byte
+	n      atomic.Int64  // keys stored, kept only when maxKeys > 0
+	cursor atomic.Uint32 // where makeRoom starts visiting other shards
+	_      [cacheLinePad - 12]byte
+}
+
+// store is a sharded keyed store of states S under map keys KT (a string, or
+// a 64-bit hash with WithHashedKeys). It is immutable after init except for
+// its shards, its key count and the test hook.
+type store[KT comparable, S any] struct {
+	// kern is the kernel for S: *packedTB for uint64, *kernel.TokenBucket,
+	// *kernel.FixedWindow, *kernel.SlidingLog or *kernel.SlidingCounter for
+	// their own states. See decide for why it is not a type parameter.
+	kern    any
+	clock   clock.Clock
+	seed    maphash.Seed
+	shift   uint          // a hash's shard is hash >> shift (64 for one shard: 0)
+	limit   int           // the rule's Limit
+	maxKeys int64         // WithMaxKeys, or 0 for no bound
+	horizon time.Duration // the longest a state can take to become fresh
+	clone   func(KT) KT   // our own copy of a caller's map key; nil for hashes
+	shards  []shard[KT, S]
+	keys    counter // keys stored (when maxKeys > 0), and makeRoom's cursor
+
+	// pause, when set (by tests only), is called once, by the first call to
+	// reach it after it has read the clock and before it takes its shard's
+	// lock. It lets tests stop a call there while others run.
+	pause atomic.Pointer[func()]
+}
+
+func (l *store[KT, S]) init(kern any, rule admit.Rule, set admit.Settings, clone func(KT) KT) {
+	n := set.ShardCount()
+	l.kern = kern
+	l.clock = set.Clock
+	l.seed = maphash.MakeSeed()
+	l.shift = uint(64 - bits.TrailingZeros(uint(n)))
+	l.limit = rule.Limit
+	l.maxKeys = int64(set.MaxKeys)
+	l.horizon = rule.Window
+	if rule.Algorithm == admit.SlidingCounter {
+		l.horizon = addSat(rule.Window, rule.Window) // both windows must roll out
+	}
+	l.clone = clone
+	l.shards = make([]shard[KT, S], n)
+	for i := range l.shards {
+		l.shards[i].m = make(map[KT]S)
+		l.shards[i].floor = math.MinInt64
+	}
+}
+
+// fullKeys is a store that keeps each key as a string.
+type fullKeys[S any] struct{ store[string, S] }
+
+func (l *fullKeys[S]) Allow(key string) admit.Decision { return l.AllowN(key, 1) }
+
+func (l *fullKeys[S]) AllowN(key string, n int) admit.Decision {
+	return l.allow(key, maphash.String(l.seed, key), n)
+}
+
+// hashedKeys is a store that keeps each key's seeded 64-bit hash instead of
+// the key (WithHashedKeys). The top bits choose the shard and the whole hash
+// is the map key, so two keys share a state only if all 64 bits collide.
+type hashedKeys[S any] struct{ store[uint64, S] }
+
+func (l *hashedKeys[S]) Allow(key string) admit.Decision { return l.AllowN(key, 1) }
+
+func (l *hashedKeys[S]) AllowN(key string, n int) admit.Decision {
+	h := maphash.String(l.seed, key)
+	return l.allow(h, h, n)
+}
+
+// allow decides a request for n on the key whose map key is mk and whose
+// hash is h. The whole of it, from lookup to eviction, runs under the
+// shard's lock, so no other call can see or evict the state in between.
+func (l *store[KT, S]) allow(mk KT, h uint64, n int) admit.Decision {
+	now := l.clock.Now() // read outside the lock; see shard.floor for stale readings
+	if p := l.pause.Load(); p != nil && l.pause.CompareAndSwap(p, nil) {
+		(*p)()
+	}
+	sh := &l.shards[h>>l.shift]
+	sh.mu.Lock()
+	s, ok := sh.m[mk]
+	if !ok {
+		d := l.insert(sh, mk, now, n)
+		sh.mu.Unlock()
+		return d
+	}
+	d := l.decide(&s, now, n)
+	if d.Allowed && n > 0 { // the kernel changed s; a map holds values, so write it back
+		sh.m[mk] = s
+	}
+	sh.mu.Unlock()
+	return d
+}
+
+// insert decides a request for a key that sh does not hold, and stores the
+// key if it admitted something. It requires that sh.mu is held.
+func (l *store[KT, S]) insert(sh *shard[KT, S], mk KT, now time.Duration, n int) admit.Decision {
+	now = max(now, sh.floor) // the key may have been evicted as fresh at floor
+	var s S
+	d := l.decide(&s, now, n)
+	if !d.Allowed || n == 0 {
+		// A probe, or a request that can never pass: nothing to store. (A
+		// fresh state admits every other request.)
+		return d
+	}
+	if len(sh.m) >= sweepMinLen {
+		l.sweep(sh, now, sweepBatch)
+	}
+	if l.maxKeys > 0 && !l.reserve() {
+		if wait, ok := l.makeRoom(sh, now); !ok {
+			return admit.Decision{Limit: l.limit, RetryAfter: wait}
+		}
+	}
+	if l.clone != nil {
+		mk = l.clone(mk) // our own copy: the caller may reuse the key's memory
+	}
+	sh.m[mk] = s
+	sh.peak = max(sh.peak, len(sh.m))
+	return d
+}
+
+// reserve counts one more key if the store has room for it.
+func (l *store[KT, S]) reserve() bool {
+	for {
+		c := l.keys.n.Load()
+		if c >= l.maxKeys {
+			return false
+		}
+		if l.keys.n.CompareAndSwap(c, c+1) {
+			return true
+		}
+	}
+}
+
+// Len implements [Store].
+func (l *store[KT, S]) Len() int {
+	total := 0
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		total += len(sh.m)
+		sh.mu.Unlock()
+	}
+	return total
+}

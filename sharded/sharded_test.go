@@ -1,0 +1,37 @@
+package sharded_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/conformance"
+	"github.com/admit-go/admit/sharded"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestConformance(t *testing.T) {
+	conformance.Run(t, conformance.Variant{
+		Name:       "sharded",
+		New:        sharded.New,
+		Supports:   func(admit.Algorithm) bool { return true },
+		HashedKeys: true,
+		Store:      sharded.Hooks,
+	})
+}
+
+// TestConformanceHashedKeys runs the whole suite again on stores that keep
+// 64-bit hashes instead of keys.
+func TestConformanceHashedKeys(t *testing.T) {
+	conformance.Run(t, conformance.Variant{
+		Name: "sharded-hashed",
+		New: func(r admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
+			return sharded.New(r, append([]admit.Option{admit.WithHashedKeys()}, opts...)...)
+		},
+		Supports:   func(admit.Algorithm) bool { return true },
+		HashedKeys: true,
+		Store:      sharded.Hooks,
+	})
+}
