@@ -75,8 +75,12 @@
 //     The reference the others are checked against; every algorithm.
 //   - atomic: lock-free compare-and-swap on packed words or immutable
 //     snapshots, for the hottest keys; every algorithm but the sliding log.
-//   - sharded (not yet released): a hash-sharded keyed store with idle-key
-//     eviction, for millions of keys.
+//   - sharded: a hash-sharded keyed store holding states inline, for
+//     millions of keys; every algorithm, and optionally hashed keys.
+//
+// Every keyed store drops idle keys (a key whose state equals a fresh key's)
+// as it goes, so eviction never changes a decision, and [WithMaxKeys] bounds
+// its memory; see docs/keyed-stores.md.
 //
 // Import the variant, not this package, to build a limiter:
 //

@@ -33,7 +33,9 @@ import (
 // 3.5 KiB up to GOMAXPROCS=4, 7 KiB at 8 and 25 KiB at 32 (the limiter's
 // padded stripes, 4 per processor, at least 16); a pair costs its key, its
 // state and a map slot, about 35 bytes for a token bucket, plus 8 bytes per
-// unit of Limit for a sliding log. Nothing is evicted yet. API names come
+// unit of Limit for a sliding log. The limiters drop idle pairs as they go
+// (a pair whose state equals a fresh one's, so no decision changes), but a
+// limiter, once built for an API, stays. API names come
 // from requests: pass the route ("/users/{id}"), not the raw path, or every
 // distinct path that reaches Check costs a limiter, and keep names that are
 // not routes away from Check. See docs/configuration.md.
