@@ -68,6 +68,7 @@ func TestWaitPacesTokenBuckets(t *testing.T) {
 		new  func(admit.Rule, ...admit.Option) (admit.Limiter, error)
 	}{
 		{"atomic", admitatomic.NewLimiter},
+		{"locked", locked.NewLimiter},
 		{"atomic-snapshot", func(r admit.Rule, o ...admit.Option) (admit.Limiter, error) {
 			return admitatomic.NewTokenBucketSnapshot(r, o...)
 		}},
