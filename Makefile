@@ -2,12 +2,13 @@
 
 GO ?= go
 
-.PHONY: all test vet unit demo fuzz bench lint
+.PHONY: all test vet unit demo fuzz bench lint bench-quick bench-instr bench-check
 
 all: test
 
-## test: go vet, then every unit test under the race detector (what CI runs).
-test: vet unit
+## test: go vet, then every unit test under the race detector (what CI runs),
+## then every benchmark of bench/ once, so none can rot.
+test: vet unit bench-check
 
 vet:
 	$(GO) vet ./...
@@ -26,9 +27,31 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./policy/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseJSON$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./policy/
 
-## bench: the variants' own quick benchmarks (the full suite arrives in bench/).
+## bench: the full benchmark suite (bench/, its own module) against the peer
+## libraries: results in bench/results/full.txt, benchstat tables, and
+## docs/benchmarks.md with its charts regenerated. Under 20 minutes on 2 cores.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -cpu 1,2 ./locked/
+	cd bench && ./run.sh full
+
+## bench-quick: the same suite with short samples, no 1,000,000-key setups
+## (under 2 minutes): bench/results/quick.txt and docs/benchmarks.md.
+bench-quick:
+	cd bench && ./run.sh quick
+
+## bench-instr: instructions per serial Allow under valgrind's callgrind,
+## clock excluded: bench/results/instr.txt, then docs/benchmarks.md.
+BENCH_TMP ?= $(or $(TMPDIR),/tmp)
+bench-instr:
+	@command -v valgrind >/dev/null || { apt-get update && apt-get install -y valgrind; }
+	cd bench && $(GO) build -o $(BENCH_TMP)/admit-instr ./cmd/instr
+	cd bench && $(BENCH_TMP)/admit-instr measure -o results/instr.txt
+	cd bench && $(GO) run ./cmd/report -results results -docs ../docs
+
+## bench-check: vet bench/ and run each of its benchmarks once (-short keeps
+## the 1,000,000-key setups out): part of make test.
+bench-check:
+	cd bench && $(GO) vet ./...
+	cd bench && $(GO) test -count=1 -short -run . -bench . -benchtime=1x ./...
 
 ## lint: formatting and vet, including for 32-bit targets.
 lint: vet

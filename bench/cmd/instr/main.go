@@ -1,0 +1,424 @@
+// Command instr counts the instructions one serial Allow executes, for admit's
+// one-key limiters and the best-known peers, under valgrind's callgrind.
+// Instruction counts do not depend on the machine's load or clock speed, so
+// they compare implementations where nanoseconds on a shared 2-core machine
+// are noisy.
+//
+// The clock is taken out of the count: valgrind turns the vDSO clock read into
+// a system call, so every limiter here reads a step clock instead (a plain
+// field advanced 1µs per reading, never a system call), and the instructions
+// of a loop that only reads that same clock through the same interface are
+// subtracted (the "net" column).
+//
+// Each measurement runs the limiter twice under callgrind, for N1 and N2
+// calls, collecting only inside the measured loop (--toggle-collect), and
+// divides the difference by N2-N1, so start-up and the loop's entry cancel out.
+//
+//	go build -o /tmp/instr ./cmd/instr && /tmp/instr measure -o results/instr.txt
+//
+// "instr run -impl NAME -n N" is what callgrind runs.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/juju/ratelimit"
+	uber "go.uber.org/ratelimit"
+	"golang.org/x/time/rate"
+
+	"github.com/admit-go/admit"
+	admitatomic "github.com/admit-go/admit/atomic"
+	"github.com/admit-go/admit/locked"
+)
+
+// step is the time a step clock advances per reading.
+const step = time.Microsecond
+
+// durClock is a step clock for admit (a clock.Clock).
+type durClock struct{ t time.Duration }
+
+func (c *durClock) Now() time.Duration { c.t += step; return c.t }
+
+// timeClock is a step clock for the peers that take one (uber's and juju's
+// Clock interfaces: Now and Sleep).
+type timeClock struct{ t time.Time }
+
+func (c *timeClock) Now() time.Time      { c.t = c.t.Add(step); return c.t }
+func (c *timeClock) Sleep(time.Duration) {}
+
+// limiter is what the measured loop calls: one dynamic call per Allow, as in
+// the benchmarks.
+type limiter interface{ Allow() admit.Decision }
+
+// baseline names the clock-only loop whose count is subtracted from an impl's.
+type baseline string
+
+const (
+	viaClock     baseline = "base-clock"     // admit: a clock.Clock read through its interface
+	viaTimeClock baseline = "base-timeclock" // uber, juju: a Now() time.Time read through an interface
+	viaTimeAdd   baseline = "base-timeadd"   // x/time/rate: the caller advances a time.Time and passes it
+	viaNothing   baseline = "base-call"      // the floor: the loop and the dynamic call alone
+)
+
+type impl struct {
+	name, algo string
+	base       baseline
+	note       string
+	new        func() limiter
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// The rules and rates are the benchmarks' Admit mode: 10^6 per millisecond,
+// burst 10^6, so every call is admitted.
+var (
+	tbRule = admit.Rule{Algorithm: admit.TokenBucket, Limit: 1_000_000, Window: time.Millisecond}
+	fwRule = admit.Rule{Algorithm: admit.FixedWindow, Limit: 1_000_000_000, Window: time.Second}
+	scRule = admit.Rule{Algorithm: admit.SlidingCounter, Limit: 60_000, Window: 100 * time.Microsecond}
+	slRule = admit.Rule{Algorithm: admit.SlidingLog, Limit: 4096, Window: time.Millisecond}
+)
+
+func withStep() admit.Option { return admit.WithClock(new(durClock)) }
+
+var impls = []impl{
+	{"atomic-packed", "token-bucket", viaClock, "admitatomic.NewTokenBucket", func() limiter {
+		return must(admitatomic.NewTokenBucket(tbRule, withStep()))
+	}},
+	{"atomic-snapshot", "token-bucket", viaClock, "admitatomic.NewTokenBucketSnapshot (allocates 16 B per admission)", func() limiter {
+		return must(admitatomic.NewTokenBucketSnapshot(tbRule, withStep()))
+	}},
+	{"locked", "token-bucket", viaClock, "locked.NewLimiter", func() limiter {
+		return must(locked.NewLimiter(tbRule, withStep()))
+	}},
+	{"atomic-packed", "fixed-window", viaClock, "admitatomic.NewFixedWindow", func() limiter {
+		return must(admitatomic.NewFixedWindow(fwRule, withStep()))
+	}},
+	{"locked", "fixed-window", viaClock, "locked.NewLimiter", func() limiter {
+		return must(locked.NewLimiter(fwRule, withStep()))
+	}},
+	{"atomic-packed", "sliding-counter", viaClock, "admitatomic.NewLimiter, Limit < 2^16", func() limiter {
+		return must(admitatomic.NewLimiter(scRule, withStep()))
+	}},
+	{"locked", "sliding-counter", viaClock, "locked.NewLimiter", func() limiter {
+		return must(locked.NewLimiter(scRule, withStep()))
+	}},
+	{"locked", "sliding-log", viaClock, "locked.NewLimiter", func() limiter {
+		return must(locked.NewLimiter(slRule, withStep()))
+	}},
+	{"xtime-rate", "token-bucket", viaTimeAdd, "rate.Limiter.AllowN(t, 1), t advanced by the caller", func() limiter {
+		return &xtimeAt{l: rate.NewLimiter(1e9, 1_000_000), t: time.Unix(1, 0)}
+	}},
+	{"uber-ratelimit-nowait", "token-bucket", viaTimeClock, "ratelimit.New(10^6, Per(1ms), WithClock(step)).Take, never waits", func() limiter {
+		return uberTake{uber.New(1_000_000, uber.Per(time.Millisecond), uber.WithClock(&timeClock{t: time.Unix(1, 0)}))}
+	}},
+	{"juju-ratelimit", "token-bucket", viaTimeClock, "NewBucketWithRateAndClock(1e9, 1e6, step).TakeAvailable(1)", func() limiter {
+		return juju{ratelimit.NewBucketWithRateAndClock(1e9, 1_000_000, &timeClock{t: time.Unix(1, 0)})}
+	}},
+	{"floor-cas", "-", viaNothing, "one Load and one CompareAndSwap, no clock", func() limiter { return new(casFloor) }},
+}
+
+var baselines = []impl{
+	{string(viaClock), "-", "", "reads a step clock.Clock through its interface", func() limiter { return &clockOnly{c: new(durClock)} }},
+	{string(viaTimeClock), "-", "", "reads a step Now() time.Time through an interface", func() limiter { return &timeClockOnly{c: &timeClock{t: time.Unix(1, 0)}} }},
+	{string(viaTimeAdd), "-", "", "advances a time.Time by 1µs", func() limiter { return &timeAddOnly{t: time.Unix(1, 0)} }},
+	{string(viaNothing), "-", "", "returns an admitted Decision", func() limiter { return callOnly{} }},
+}
+
+type xtimeAt struct {
+	l *rate.Limiter
+	t time.Time
+}
+
+func (x *xtimeAt) Allow() admit.Decision {
+	x.t = x.t.Add(step)
+	return admit.Decision{Allowed: x.l.AllowN(x.t, 1)}
+}
+
+type uberTake struct{ l uber.Limiter }
+
+func (u uberTake) Allow() admit.Decision { u.l.Take(); return admit.Decision{Allowed: true} }
+
+type juju struct{ b *ratelimit.Bucket }
+
+func (j juju) Allow() admit.Decision { return admit.Decision{Allowed: j.b.TakeAvailable(1) == 1} }
+
+type casFloor struct{ w atomic.Uint64 }
+
+func (f *casFloor) Allow() admit.Decision {
+	v := f.w.Load()
+	return admit.Decision{Allowed: f.w.CompareAndSwap(v, v+1)}
+}
+
+type clockOnly struct {
+	c interface{ Now() time.Duration }
+}
+
+func (c *clockOnly) Allow() admit.Decision { return admit.Decision{Allowed: c.c.Now() > 0} }
+
+type timeClockOnly struct {
+	c interface{ Now() time.Time }
+}
+
+func (c *timeClockOnly) Allow() admit.Decision {
+	return admit.Decision{Allowed: c.c.Now().UnixNano() > 0}
+}
+
+type timeAddOnly struct{ t time.Time }
+
+func (c *timeAddOnly) Allow() admit.Decision {
+	c.t = c.t.Add(step)
+	return admit.Decision{Allowed: c.t.UnixNano() > 0}
+}
+
+type callOnly struct{}
+
+func (callOnly) Allow() admit.Decision { return admit.Decision{Allowed: true} }
+
+// measureLoop is the function callgrind collects in (--toggle-collect): keep
+// its name in step with loopSymbol.
+//
+//go:noinline
+func measureLoop(l limiter, n int) int {
+	admitted := 0
+	for range n {
+		if l.Allow().Allowed {
+			admitted++
+		}
+	}
+	return admitted
+}
+
+const loopSymbol = "main.measureLoop"
+
+func find(name string) (impl, bool) {
+	for _, list := range [][]impl{impls, baselines} {
+		for _, im := range list {
+			if im.name+"/"+im.algo == name || (im.algo == "-" && im.name == name) {
+				return im, true
+			}
+		}
+	}
+	return impl{}, false
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	switch os.Args[1] {
+	case "run":
+		fs := flag.NewFlagSet("run", flag.ExitOnError)
+		name := fs.String("impl", "", "impl/algo to run, or a baseline")
+		n := fs.Int("n", 1_000_000, "calls")
+		fs.Parse(os.Args[2:])
+		im, ok := find(*name)
+		if !ok {
+			fmt.Fprintf(os.Stderr, "instr: unknown impl %q\n", *name)
+			os.Exit(2)
+		}
+		l := im.new()
+		l.Allow()
+		if got := measureLoop(l, *n); got != *n {
+			fmt.Fprintf(os.Stderr, "instr: %s admitted %d of %d calls; the measurement needs every call admitted\n", *name, got, *n)
+			os.Exit(1)
+		}
+	case "measure":
+		fs := flag.NewFlagSet("measure", flag.ExitOnError)
+		out := fs.String("o", "", "write the results here (default stdout)")
+		n1 := fs.Int("n1", 100_000, "calls in the first run")
+		n2 := fs.Int("n2", 600_000, "calls in the second run")
+		fs.Parse(os.Args[2:])
+		if err := measure(*out, *n1, *n2); err != nil {
+			fmt.Fprintln(os.Stderr, "instr:", err)
+			os.Exit(1)
+		}
+	default:
+		usage()
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: instr measure [-o file] [-n1 N] [-n2 N] | instr run -impl NAME [-n N]")
+	os.Exit(2)
+}
+
+// callgrind runs the named impl under callgrind for n calls, collecting
+// inside measureLoop only, and writes callgrind's output to outFile.
+func callgrind(self, name string, n int, outFile string) error {
+	cmd := exec.Command("valgrind", "--tool=callgrind", "--callgrind-out-file="+outFile,
+		"--collect-atstart=no", "--toggle-collect="+loopSymbol,
+		self, "run", "-impl", name, "-n", strconv.Itoa(n))
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("valgrind %s: %v\n%s", name, err, b)
+	}
+	return nil
+}
+
+// count runs the named impl under callgrind for n calls and returns the
+// instructions executed inside measureLoop.
+func count(self, name string, n int) (int64, error) {
+	dir, err := os.MkdirTemp("", "instr")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	outFile := filepath.Join(dir, "callgrind.out")
+	if err := callgrind(self, name, n, outFile); err != nil {
+		return 0, err
+	}
+	f, err := os.Open(outFile)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return totals(f)
+}
+
+// profile writes, for the named impl, the instructions per call spent in each
+// function (callgrind_annotate, exclusive counts), largest first: where an
+// optimisation of the hot path has to look.
+func profile(w io.Writer, self, name string, n int) error {
+	dir, err := os.MkdirTemp("", "instr")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	outFile := filepath.Join(dir, "callgrind.out")
+	if err := callgrind(self, name, n, outFile); err != nil {
+		return err
+	}
+	out, err := exec.Command("callgrind_annotate", "--inclusive=no", "--threshold=100", "--auto=no", outFile).Output()
+	if err != nil {
+		return fmt.Errorf("callgrind_annotate: %v", err)
+	}
+	fmt.Fprintf(w, "# profile of %s: instructions per call by function (exclusive), %d calls\n", name, n)
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || strings.Contains(line, "PROGRAM TOTALS") {
+			continue
+		}
+		ir, err := strconv.ParseInt(strings.ReplaceAll(f[0], ",", ""), 10, 64)
+		if err != nil {
+			continue
+		}
+		var fn string
+		for _, field := range f[1:] {
+			// file:function, where function may itself hold colons
+			if file, fun, ok := strings.Cut(field, ":"); ok && !strings.HasPrefix(field, "[") {
+				fn = fun + " (" + filepath.Base(file) + ")"
+				break
+			}
+		}
+		if fn == "" {
+			continue
+		}
+		if per := float64(ir) / float64(n); per >= 0.5 {
+			fmt.Fprintf(w, "profile\t%s\t%.1f\t%s\n", name, per, fn)
+		}
+	}
+	return nil
+}
+
+// totals reads the "totals:" (or "summary:") line of a callgrind output file.
+func totals(r io.Reader) (int64, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var summary int64 = -1
+	for sc.Scan() {
+		line := sc.Text()
+		for _, p := range []string{"totals:", "summary:"} {
+			if v, ok := strings.CutPrefix(line, p); ok {
+				fields := strings.Fields(v)
+				if len(fields) == 0 {
+					continue
+				}
+				n, err := strconv.ParseInt(fields[0], 10, 64)
+				if err != nil {
+					return 0, err
+				}
+				if p == "totals:" {
+					return n, nil
+				}
+				summary = n
+			}
+		}
+	}
+	if summary < 0 {
+		return 0, fmt.Errorf("no totals in callgrind output")
+	}
+	return summary, sc.Err()
+}
+
+func perCall(self, name string, n1, n2 int) (float64, error) {
+	a, err := count(self, name, n1)
+	if err != nil {
+		return 0, err
+	}
+	b, err := count(self, name, n2)
+	if err != nil {
+		return 0, err
+	}
+	return float64(b-a) / float64(n2-n1), nil
+}
+
+func measure(out string, n1, n2 int) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	base := map[baseline]float64{}
+	for _, b := range baselines {
+		v, err := perCall(self, b.name, n1, n2)
+		if err != nil {
+			return err
+		}
+		base[baseline(b.name)] = v
+	}
+	w := os.Stdout
+	if out != "" {
+		f, err := os.Create(out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	vg, _ := exec.Command("valgrind", "--version").Output()
+	fmt.Fprintf(w, "# Instructions per serial Allow, counted by valgrind's callgrind (%s, %s, %s/%s)\n",
+		strings.TrimSpace(string(vg)), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(w, "# date: %s\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "# method: (Ir(%d calls) - Ir(%d calls)) / %d, collected inside %s only; every call admitted; clocks are step clocks (no system call)\n", n2, n1, n2-n1, loopSymbol)
+	fmt.Fprintf(w, "# net = gross - the baseline loop that reads the same clock the same way (the loop, the dynamic call, the clock read)\n")
+	fmt.Fprintf(w, "# columns: impl algo gross net baseline note\n")
+	for _, b := range baselines {
+		fmt.Fprintf(w, "baseline\t%s\t%.1f\t-\t-\t%s\n", b.name, base[baseline(b.name)], b.note)
+	}
+	for _, im := range impls {
+		v, err := perCall(self, im.name+"/"+im.algo, n1, n2)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s\t%s\t%.1f\t%.1f\t%s\t%s\n", im.name, im.algo, v, v-base[im.base], im.base, im.note)
+		if out != "" {
+			fmt.Printf("%-22s %-16s gross %7.1f  net %7.1f\n", im.name, im.algo, v, v-base[im.base])
+		}
+	}
+	return profile(w, self, "atomic-packed/token-bucket", n1)
+}

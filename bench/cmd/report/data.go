@@ -1,0 +1,291 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+	"golang.org/x/perf/benchmath"
+)
+
+// run is one results file: its header and its measurements.
+type run struct {
+	path    string
+	header  map[string]string   // "# key: value" comment lines and "key: value" configuration
+	command []string            // the "# command:" lines, in order
+	samples map[string][]sample // by benchmark name without -gomaxprocs, "@", GOMAXPROCS
+	keys    []string            // the keys of samples in the order they first appear
+}
+
+// sample is one benchmark line.
+type sample struct {
+	labels map[string]string // the name's key=value parts
+	procs  int
+	values map[string]float64 // by unit as printed (ns/op, allocs/op, admitted/op, bytes/key, ...)
+}
+
+// loadRun reads a raw results file.
+func loadRun(path string) (*run, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{path: path, header: map[string]string{}, samples: map[string][]sample{}}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if c, ok := strings.CutPrefix(line, "# "); ok {
+			k, v, found := strings.Cut(c, ": ")
+			if !found {
+				continue
+			}
+			if k == "command" {
+				r.command = append(r.command, v)
+			} else if !strings.Contains(k, " ") {
+				r.header[k] = v
+			}
+		}
+	}
+	br := benchfmt.NewReader(bytes.NewReader(data), path)
+	for br.Scan() {
+		switch rec := br.Result(); rec := rec.(type) {
+		case *benchfmt.Result:
+			for _, c := range rec.Config {
+				if c.File {
+					r.header[c.Key] = string(c.Value)
+				}
+			}
+			s := sample{labels: map[string]string{}, procs: 1, values: map[string]float64{}}
+			base, parts := rec.Name.Parts()
+			name := string(base)
+			for _, p := range parts {
+				switch p[0] {
+				case '/':
+					k, v, _ := strings.Cut(string(p[1:]), "=")
+					s.labels[k] = v
+					name += string(p)
+				case '-':
+					n, err := strconv.Atoi(string(p[1:]))
+					if err == nil {
+						s.procs = n
+					}
+				}
+			}
+			s.labels["bench"] = string(base)
+			for _, v := range rec.Values {
+				unit, val := v.Unit, v.Value
+				if v.OrigUnit != "" {
+					unit, val = v.OrigUnit, v.OrigValue
+				}
+				s.values[unit] = val
+			}
+			key := name + "@" + strconv.Itoa(s.procs)
+			if _, seen := r.samples[key]; !seen {
+				r.keys = append(r.keys, key)
+			}
+			r.samples[key] = append(r.samples[key], s)
+		case *benchfmt.SyntaxError:
+			// Lines that are not benchmark results (PASS, ok, progress) are fine.
+		}
+	}
+	return r, br.Err()
+}
+
+// latestRun returns the raw results file in dir with the newest "# date:".
+func latestRun(dir string) (*run, error) {
+	var best *run
+	for _, name := range []string{"quick.txt", "full.txt"} {
+		r, err := loadRun(filepath.Join(dir, name))
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if best == nil || r.header["date"] > best.header["date"] {
+			best = r
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("no results in %s: run make bench-quick first", dir)
+	}
+	return best, nil
+}
+
+// stat is the summary of one measurement over its samples.
+type stat struct {
+	center, lo, hi float64
+	n              int
+}
+
+func (s stat) ok() bool { return s.n > 0 }
+
+// pct is the half-width of the confidence interval relative to the median,
+// as benchstat prints it.
+func (s stat) pct() string {
+	if s.n < 2 {
+		return "±∞"
+	}
+	sum := benchmath.Summary{Center: s.center, Lo: s.lo, Hi: s.hi}
+	return "±" + sum.PctRangeString()
+}
+
+// query selects samples by labels; procs 0 is any.
+type query struct {
+	labels map[string]string
+	procs  int
+}
+
+func q(bench string, kv ...string) query {
+	m := map[string]string{"bench": bench}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return query{labels: m}
+}
+
+func (qu query) at(procs int) query { qu.procs = procs; return qu }
+
+func (qu query) with(kv ...string) query {
+	m := map[string]string{}
+	for k, v := range qu.labels {
+		m[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return query{labels: m, procs: qu.procs}
+}
+
+func (qu query) matches(s sample) bool {
+	if qu.procs != 0 && s.procs != qu.procs {
+		return false
+	}
+	for k, v := range qu.labels {
+		if s.labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// stat summarises unit over the samples matching qu (median and its 95%
+// confidence interval, as benchstat computes them).
+func (r *run) stat(qu query, unit string) stat {
+	var vals []float64
+	for _, ss := range r.samples {
+		for _, s := range ss {
+			if !qu.matches(s) {
+				continue
+			}
+			if v, ok := s.values[unit]; ok {
+				vals = append(vals, v)
+			}
+		}
+	}
+	if len(vals) == 0 {
+		return stat{}
+	}
+	sample := benchmath.NewSample(vals, &benchmath.DefaultThresholds)
+	sum := benchmath.AssumeNothing.Summary(sample, 0.95)
+	return stat{center: sum.Center, lo: sum.Lo, hi: sum.Hi, n: len(vals)}
+}
+
+// values returns the distinct values of label among samples matching qu, in
+// the order they first appear in the results file.
+func (r *run) values(qu query, label string) []string {
+	var vs []string
+	seen := map[string]bool{}
+	for _, key := range r.keys {
+		for _, s := range r.samples[key] {
+			v, ok := s.labels[label]
+			if ok && !seen[v] && qu.matches(s) {
+				seen[v] = true
+				vs = append(vs, v)
+			}
+		}
+	}
+	return vs
+}
+
+// instrRow is one line of results/instr.txt.
+type instrRow struct {
+	impl, algo, base, note string
+	gross, net             float64
+}
+
+// instrRun is results/instr.txt.
+type instrRun struct {
+	comments  []string
+	rows      []instrRow
+	baselines []instrRow
+	profile   []profileRow
+}
+
+// profileRow is one function's share of an impl's instructions per call.
+type profileRow struct {
+	impl, fn string
+	perCall  float64
+}
+
+func loadInstr(path string) (*instrRun, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	ir := &instrRun{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if c, ok := strings.CutPrefix(line, "# "); ok {
+			ir.comments = append(ir.comments, c)
+			continue
+		}
+		f := strings.Split(line, "\t")
+		if len(f) == 4 && f[0] == "profile" {
+			v, _ := strconv.ParseFloat(f[2], 64)
+			ir.profile = append(ir.profile, profileRow{impl: f[1], perCall: v, fn: f[3]})
+			continue
+		}
+		if len(f) < 6 {
+			continue
+		}
+		gross, _ := strconv.ParseFloat(f[2], 64)
+		net, _ := strconv.ParseFloat(f[3], 64)
+		row := instrRow{impl: f[0], algo: f[1], gross: gross, net: net, base: f[4], note: f[5]}
+		if f[0] == "baseline" {
+			ir.baselines = append(ir.baselines, row)
+		} else {
+			ir.rows = append(ir.rows, row)
+		}
+	}
+	return ir, nil
+}
+
+func (ir *instrRun) find(impl, algo string) (instrRow, bool) {
+	if ir == nil {
+		return instrRow{}, false
+	}
+	for _, r := range ir.rows {
+		if r.impl == impl && r.algo == algo {
+			return r, true
+		}
+	}
+	return instrRow{}, false
+}
+
+func (ir *instrRun) date() string {
+	if ir == nil {
+		return ""
+	}
+	for _, c := range ir.comments {
+		if d, ok := strings.CutPrefix(c, "date: "); ok {
+			return d
+		}
+	}
+	return ""
+}
