@@ -11,6 +11,7 @@ import (
 	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/locked"
+	"github.com/admit-go/admit/sharded"
 )
 
 // Limiter is one key's limiter as the workloads drive it. It is the Allow half
@@ -437,9 +438,15 @@ func Keyeds() []KeyedRow {
 			rows = append(rows, f.keyedRow(coarseClock))
 		}
 	}
-	// admit's sharded store is one more row per algorithm here, with the
-	// options that turn its eviction on:
-	//	rows = append(rows, admitKeyed("sharded", a, sharded.New, rule, opts, evict))
+	// The sharded store has no single-key form: one keyed row per algorithm,
+	// with the locked rows' rules.
+	for _, f := range admitForms {
+		if f.impl == "locked" {
+			s := f
+			s.impl, s.keyed = "sharded", sharded.New
+			rows = append(rows, s.keyedRow(systemClock))
+		}
+	}
 	rows = append(rows, peerKeyeds()...)
 	return rows
 }
