@@ -1,6 +1,9 @@
 package bench
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"strconv"
@@ -12,7 +15,10 @@ import (
 
 	"github.com/admit-go/admit"
 	admitatomic "github.com/admit-go/admit/atomic"
+	"github.com/go-chi/httprate"
+
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/httplimit"
 	"github.com/admit-go/admit/locked"
 	"github.com/admit-go/admit/policy"
 )
@@ -463,4 +469,49 @@ func newKeyed(b *testing.B, row KeyedRow, env Env) (Keyed, func()) {
 		b.Fatalf("%s: %v", row.Impl, err)
 	}
 	return l, stop
+}
+
+// BenchmarkMiddleware measures a net/http middleware on an admitted request,
+// keyed by client IP over 1,000 addresses, serially: admit's httplimit over
+// the atomic keyed store (RateLimit and RateLimit-Policy headers on) against
+// go-chi/httprate's LimitByIP (its X-RateLimit headers on). The handler does
+// nothing and the writer discards, so the figures are the middleware's own,
+// allocations included.
+func BenchmarkMiddleware(b *testing.B) {
+	const clients = 1000
+	reqs := make([]*http.Request, clients)
+	for i := range reqs {
+		reqs[i] = httptest.NewRequest(http.MethodGet, "/orders", nil)
+		reqs[i].RemoteAddr = fmt.Sprintf("198.51.%d.%d:4242", i/256, i%256)
+	}
+	next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	rule := admit.Rule{Algorithm: admit.TokenBucket, Limit: 2_000_000, Window: 30 * time.Minute}
+	lim, err := admitatomic.New(rule)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mw, err := httplimit.New(lim, httplimit.WithPolicy("default", rule))
+	if err != nil {
+		b.Fatal(err)
+	}
+	handlers := []struct {
+		impl string
+		h    http.Handler
+	}{
+		{"httplimit", mw.Handler(next)},
+		{HTTPRate, httprate.LimitByIP(rule.Limit, rule.Window)(next)},
+		{"none", next},
+	}
+	for _, h := range handlers {
+		b.Run("algo=token-bucket/clients=1000/impl="+h.impl, func(b *testing.B) {
+			w := discardWriter{h: http.Header{}}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				clear(w.h)
+				h.h.ServeHTTP(w, reqs[i%clients])
+				i++
+			}
+		})
+	}
 }

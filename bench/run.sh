@@ -8,7 +8,7 @@
 # version, CPU, command), results/PROFILE.benchstat.txt (benchstat tables),
 # then docs/benchmarks.md and docs/img/*.svg from them. COUNT, BENCHTIME and
 # CPUS override the profile's settings; BENCH, a regexp on the workloads'
-# names (Floor, Serial, HotKey, Keyed, Churn, AllowN, Policy, Eviction,
+# names (Floor, Serial, HotKey, Keyed, Churn, AllowN, Policy, Eviction, Middleware,
 # Memory), runs only those, for a quick look at one of them.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -76,7 +76,7 @@ start=$(date +%s)
 
 # The serial, keyed and service workloads at the machine's own GOMAXPROCS;
 # the hot key swept over -cpu; memory once per setting (bytes/key is a count).
-if re=$(workloads Floor Serial Keyed Churn AllowN Policy Eviction) && [[ -n $re ]]; then
+if re=$(workloads Floor Serial Keyed Churn AllowN Policy Eviction Middleware) && [[ -n $re ]]; then
 	run -test.bench "$re" -test.benchtime "$benchtime" -test.count "$count" $short
 fi
 if re=$(workloads HotKey) && [[ -n $re ]]; then
