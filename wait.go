@@ -135,22 +135,34 @@ func waitError(n int, need, budget time.Duration) error {
 }
 
 func wait(ctx context.Context, n int, reserve func(int, time.Duration) (Reservation, bool), cancel func(Reservation) bool) error {
-	maxWait, err := budget(ctx)
-	if err != nil {
-		return err
-	}
-	r, ok := reserve(n, maxWait)
-	if !ok || r.Delay == Never {
-		return waitError(n, r.Delay, maxWait)
-	}
-	if r.Delay == 0 {
+	for {
+		maxWait, err := budget(ctx)
+		if err != nil {
+			return err
+		}
+		r, ok := reserve(n, maxWait)
+		if !ok {
+			// Refused: the wait exceeds the deadline, or n can never pass, or
+			// (a keyed store at WithMaxKeys) there is no room for a new key
+			// yet. In the last case the Delay is when room may appear:
+			// sleep that long and ask again, if the deadline allows.
+			if r.Delay == Never || r.Delay == 0 || r.Delay >= maxWait {
+				return waitError(n, r.Delay, maxWait)
+			}
+			if err := sleeper.sleep(ctx, r.Delay); err != nil {
+				return err
+			}
+			continue
+		}
+		if r.Delay == 0 {
+			return nil
+		}
+		if err := sleeper.sleep(ctx, r.Delay); err != nil {
+			cancel(r)
+			return err
+		}
 		return nil
 	}
-	if err := sleeper.sleep(ctx, r.Delay); err != nil {
-		cancel(r)
-		return err
-	}
-	return nil
 }
 
 func poll(ctx context.Context, n int, allowN func(int) Decision) error {

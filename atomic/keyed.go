@@ -33,9 +33,10 @@ import (
 //  2. It raises the store's floor to at, then swaps v for the tombstone by
 //     CompareAndSwap(v, tombstone). The CAS succeeds only if the value is
 //     still v, a state known to be fresh: no admission can be lost. (Even
-//     an ABA, the value leaving v and coming back, would be harmless, since
-//     the check is on the value; and it cannot happen, since every state
-//     word only moves forward.) A tombstone is final: no CAS ever replaces it.
+//     an ABA, the value leaving v and coming back, is harmless, since the
+//     check is on the value. Admissions only move a state word forward, but
+//     a cancelled reservation of a token bucket moves it back: see
+//     keyed_reserve.go.) A tombstone is final: no CAS ever replaces it.
 //  3. It unlinks the cell with xsync's Compute, deleting the key only if the
 //     map still maps it to this very cell.
 //
@@ -489,7 +490,24 @@ type keyed[C any, PC interface {
 	pause satomic.Pointer[func()]
 }
 
+// newKeyed returns the keyed store for cells C; for the token bucket's cells,
+// wrapped in keyedTokenBucket, which adds reservations (keyed_reserve.go).
 func newKeyed[C any, PC interface {
+	*C
+	kcell[K]
+}, K any](k K, rule admit.Rule, set admit.Settings) Store {
+	l := makeKeyed[C, PC](k, rule, set)
+	switch l := any(l).(type) {
+	case *keyed[tbKeyCell, *tbKeyCell, *kernel.TokenBucket]:
+		return keyedTokenBucket[tbKeyCell, *tbKeyCell]{l}
+	case *keyed[tbSnapKeyCell, *tbSnapKeyCell, *kernel.TokenBucket]:
+		return keyedTokenBucket[tbSnapKeyCell, *tbSnapKeyCell]{l}
+	}
+	return l
+}
+
+// makeKeyed returns the keyed store for cells C.
+func makeKeyed[C any, PC interface {
 	*C
 	kcell[K]
 }, K any](k K, rule admit.Rule, set admit.Settings) *keyed[C, PC, K] {
@@ -549,14 +567,27 @@ func (l *keyed[C, PC, K]) create(key string, now *time.Duration, n int) (c *C, d
 		d, _ = PC(&l.zero).allowN(l.k, *now, n, nil) // publishes nothing for these n
 		return nil, d, false
 	}
+	c, wait, ok := l.obtain(key, *now)
+	if !ok {
+		return nil, admit.Decision{Limit: l.limit, RetryAfter: wait}, false
+	}
+	return c, d, true
+}
+
+// obtain returns key's cell for a call that found key missing and decided,
+// at now (already clamped to the floor), that it would store something: it
+// creates the cell (a goroutine racing on the same key gets the same cell)
+// or, in a full store with no room to make, returns with ok false the
+// RetryAfter of the denial.
+func (l *keyed[C, PC, K]) obtain(key string, now time.Duration) (c *C, wait time.Duration, ok bool) {
 	h := maphash.String(l.seed, key)
 	r := &l.rings[h>>l.shift]
 	if l.maxKeys > 0 && !l.reserve() {
-		if wait, ok := l.makeRoom(r, *now); !ok {
+		if wait, ok := l.makeRoom(r, now); !ok {
 			if c, ok := l.m.Load(key); ok {
-				return c, d, true // created meanwhile by another call: no room needed
+				return c, 0, true // created meanwhile by another call: no room needed
 			}
-			return nil, admit.Decision{Limit: l.limit, RetryAfter: wait}, false
+			return nil, wait, false
 		}
 	}
 	name := strings.Clone(key) // the map's own copy: the caller may reuse key's memory
@@ -570,10 +601,10 @@ func (l *keyed[C, PC, K]) create(key string, now *time.Duration, n int) (c *C, d
 		if l.maxKeys > 0 {
 			l.keys.n.Add(-1) // another call created it; give back our room
 		}
-		return c, d, true
+		return c, 0, true
 	}
-	l.track(r, created, *now)
-	return c, d, true
+	l.track(r, created, now)
+	return c, 0, true
 }
 
 // reserve counts one more key if the store has room for it.

@@ -89,7 +89,7 @@ func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
 	}
 	switch rule.Algorithm {
 	case admit.TokenBucket:
-		return newKeyed[kernel.TokenBucketState](kernel.NewTokenBucket(rule), rule, set), nil
+		return keyedTokenBucket{newKeyed[kernel.TokenBucketState](kernel.NewTokenBucket(rule), rule, set)}, nil
 	case admit.FixedWindow:
 		return newKeyed[kernel.FixedWindowState](kernel.NewFixedWindow(rule), rule, set), nil
 	case admit.SlidingLog:
@@ -232,16 +232,26 @@ func (l *keyed[S, K]) Allow(key string) admit.Decision { return l.AllowN(key, 1)
 
 func (l *keyed[S, K]) AllowN(key string, n int) admit.Decision {
 	now := l.clock.Now()
-	if p := l.pause.Load(); p != nil && l.pause.CompareAndSwap(p, nil) {
-		(*p)()
-	}
-	st := &l.stripes[maphash.String(l.seed, key)>>l.shift]
+	l.paused()
+	st := l.stripeOf(key)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if s := st.m[key]; s != nil {
 		return l.k.Allow(s, now, n)
 	}
 	return l.insert(st, key, now, n)
+}
+
+// paused runs the test hook pause, if it is set, and clears it.
+func (l *keyed[S, K]) paused() {
+	if p := l.pause.Load(); p != nil && l.pause.CompareAndSwap(p, nil) {
+		(*p)()
+	}
+}
+
+// stripeOf returns key's stripe.
+func (l *keyed[S, K]) stripeOf(key string) *stripe[S] {
+	return &l.stripes[maphash.String(l.seed, key)>>l.shift]
 }
 
 // insert decides a request for a key that st does not hold, and stores the
@@ -254,17 +264,28 @@ func (l *keyed[S, K]) insert(st *stripe[S], key string, now time.Duration, n int
 	if !d.Allowed || n == 0 {
 		return d
 	}
+	if wait, ok := l.add(st, key, s, now); !ok {
+		return admit.Decision{Limit: l.limit, RetryAfter: wait}
+	}
+	return d
+}
+
+// add stores s, the state of a key that st does not hold, decided at now
+// (already clamped to the floor): it sweeps a few keys of st first, and in a
+// full store makes room or returns, with ok false, the RetryAfter of the
+// denial, storing nothing. It requires that st.mu is held.
+func (l *keyed[S, K]) add(st *stripe[S], key string, s *S, now time.Duration) (wait time.Duration, ok bool) {
 	if len(st.m) >= sweepMinLen {
 		l.sweep(st, now, sweepBatch)
 	}
 	if l.maxKeys > 0 && !l.reserve() {
 		if wait, ok := l.makeRoom(st, now); !ok {
-			return admit.Decision{Limit: l.limit, RetryAfter: wait}
+			return wait, false
 		}
 	}
 	st.m[strings.Clone(key)] = s // our own copy: the caller may reuse key's memory
 	st.peak = max(st.peak, len(st.m))
-	return d
+	return 0, true
 }
 
 // reserve counts one more key if the limiter has room for it.

@@ -64,3 +64,51 @@ func (l *store[KT, S]) fresh(s *S, now time.Duration) bool {
 		return l.kern.(*kernel.SlidingCounter).Fresh(any(s).(*kernel.SlidingCounterState), now)
 	}
 }
+
+// Reserve is kernel.TokenBucket.Reserve on the word.
+func (p *packedTB) Reserve(s *uint64, now time.Duration, n int, maxWait time.Duration) (time.Duration, bool) {
+	st := kernel.TokenBucketState{TAT: *s}
+	d, ok := p.k.Reserve(&st, now, n, maxWait)
+	*s = st.TAT
+	return d, ok
+}
+
+// Cancel is kernel.TokenBucket.Cancel on the word.
+func (p *packedTB) Cancel(s *uint64, now time.Duration, after kernel.TokenBucketState, n int) bool {
+	st := kernel.TokenBucketState{TAT: *s}
+	ok := p.k.Cancel(&st, now, after, n)
+	*s = st.TAT
+	return ok
+}
+
+// reserveTB runs the store's token-bucket kernel's Reserve on *s, dispatching
+// as decide does. The store must be a token bucket's.
+func (l *store[KT, S]) reserveTB(s *S, now time.Duration, n int, maxWait time.Duration) (time.Duration, bool) {
+	if k, ok := l.kern.(*packedTB); ok {
+		return k.Reserve(any(s).(*uint64), now, n, maxWait)
+	}
+	return l.kern.(*kernel.TokenBucket).Reserve(any(s).(*kernel.TokenBucketState), now, n, maxWait)
+}
+
+// cancelTB runs the store's token-bucket kernel's Cancel on *s for r,
+// dispatching as decide does. The store must be a token bucket's.
+func (l *store[KT, S]) cancelTB(s *S, now time.Duration, r admit.Reservation) bool {
+	st := r.State()
+	after := kernel.TokenBucketState{TAT: st[0], Frac: int64(st[1])}
+	if k, ok := l.kern.(*packedTB); ok {
+		return k.Cancel(any(s).(*uint64), now, after, r.N())
+	}
+	return l.kern.(*kernel.TokenBucket).Cancel(any(s).(*kernel.TokenBucketState), now, after, r.N())
+}
+
+// reservation records a reservation of n due after d that left the state *s.
+func (l *store[KT, S]) reservation(d time.Duration, n int, s *S) admit.Reservation {
+	var st [2]uint64
+	switch s := any(s).(type) {
+	case *uint64:
+		st[0] = *s
+	case *kernel.TokenBucketState:
+		st = [2]uint64{s.TAT, uint64(s.Frac)}
+	}
+	return admit.NewReservation(d, n, st)
+}

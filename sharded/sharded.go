@@ -56,9 +56,9 @@ func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
 	switch rule.Algorithm {
 	case admit.TokenBucket:
 		if k := kernel.NewTokenBucket(rule); k.Packable() {
-			return build[uint64](&packedTB{k}, rule, set), nil
+			return buildTB[uint64](&packedTB{k}, rule, set), nil
 		} else {
-			return build[kernel.TokenBucketState](k, rule, set), nil
+			return buildTB[kernel.TokenBucketState](k, rule, set), nil
 		}
 	case admit.FixedWindow:
 		return build[kernel.FixedWindowState](kernel.NewFixedWindow(rule), rule, set), nil
@@ -234,9 +234,7 @@ func (l *hashedKeys[S]) AllowN(key string, n int) admit.Decision {
 // shard's lock, so no other call can see or evict the state in between.
 func (l *store[KT, S]) allow(mk KT, h uint64, n int) admit.Decision {
 	now := l.clock.Now() // read outside the lock; see shard.floor for stale readings
-	if p := l.pause.Load(); p != nil && l.pause.CompareAndSwap(p, nil) {
-		(*p)()
-	}
+	l.paused()
 	sh := &l.shards[h>>l.shift]
 	sh.mu.Lock()
 	s, ok := sh.m[mk]
@@ -253,6 +251,13 @@ func (l *store[KT, S]) allow(mk KT, h uint64, n int) admit.Decision {
 	return d
 }
 
+// paused runs the test hook pause, if it is set, and clears it.
+func (l *store[KT, S]) paused() {
+	if p := l.pause.Load(); p != nil && l.pause.CompareAndSwap(p, nil) {
+		(*p)()
+	}
+}
+
 // insert decides a request for a key that sh does not hold, and stores the
 // key if it admitted something. It requires that sh.mu is held.
 func (l *store[KT, S]) insert(sh *shard[KT, S], mk KT, now time.Duration, n int) admit.Decision {
@@ -264,12 +269,23 @@ func (l *store[KT, S]) insert(sh *shard[KT, S], mk KT, now time.Duration, n int)
 		// fresh state admits every other request.)
 		return d
 	}
+	if wait, ok := l.add(sh, mk, s, now); !ok {
+		return admit.Decision{Limit: l.limit, RetryAfter: wait}
+	}
+	return d
+}
+
+// add stores s, the state of a key that sh does not hold, decided at now
+// (already clamped to the floor): it sweeps a few keys of sh first, and in a
+// full store makes room or returns, with ok false, the RetryAfter of the
+// denial, storing nothing. It requires that sh.mu is held.
+func (l *store[KT, S]) add(sh *shard[KT, S], mk KT, s S, now time.Duration) (wait time.Duration, ok bool) {
 	if len(sh.m) >= sweepMinLen {
 		l.sweep(sh, now, sweepBatch)
 	}
 	if l.maxKeys > 0 && !l.reserve() {
 		if wait, ok := l.makeRoom(sh, now); !ok {
-			return admit.Decision{Limit: l.limit, RetryAfter: wait}
+			return wait, false
 		}
 	}
 	if l.clone != nil {
@@ -277,7 +293,7 @@ func (l *store[KT, S]) insert(sh *shard[KT, S], mk KT, now time.Duration, n int)
 	}
 	sh.m[mk] = s
 	sh.peak = max(sh.peak, len(sh.m))
-	return d
+	return 0, true
 }
 
 // reserve counts one more key if the store has room for it.

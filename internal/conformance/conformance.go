@@ -67,6 +67,7 @@ func Run(t *testing.T, v Variant) {
 			t.Run("KeyCopied", func(t *testing.T) { testKeyCopied(t, v, alg) })
 			t.Run("FrozenClockExact", func(t *testing.T) { testFrozenClockExact(t, v, alg) })
 			t.Run("Allocs", func(t *testing.T) { testAllocs(t, v, alg) })
+			t.Run("ReserveAsAllow", func(t *testing.T) { testReserveAsAllow(t, v, alg) })
 			if v.Store != nil {
 				runStore(t, v, alg)
 			}
