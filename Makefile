@@ -2,19 +2,28 @@
 
 GO ?= go
 
-.PHONY: all test vet unit demo fuzz bench lint bench-quick bench-instr bench-check
+.PHONY: all test vet unit stress stress-short demo fuzz bench lint bench-quick bench-instr bench-check
 
 all: test
 
 ## test: go vet, then every unit test under the race detector (what CI runs),
 ## then every benchmark of bench/ once, so none can rot.
-test: vet unit bench-check
+test: vet unit stress-short bench-check
 
 vet:
 	$(GO) vet ./...
 
 unit:
-	$(GO) test -race -count=1 -timeout 10m ./...
+	$(GO) test -race -count=1 -timeout 10m $$($(GO) list ./... | grep -v '/stress$$')
+
+## stress-short: the stress harness in short mode (about 15 s on 2 cores).
+stress-short:
+	$(GO) test -race -short -count=1 -timeout 5m ./stress
+
+## stress: the stress harness in full: yield hooks compiled in, GOMAXPROCS
+## swept (about 2.5 min on 2 cores).
+stress:
+	$(GO) test -race -tags admitstress -count=1 -cpu 1,2,4,8 -timeout 20m ./stress
 
 ## demo: replay the walkthrough of the design notes with a fake clock.
 demo:

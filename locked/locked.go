@@ -44,6 +44,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
 )
 
@@ -242,8 +243,10 @@ func (l *keyed[S, K]) AllowN(key string, n int) admit.Decision {
 	return l.insert(st, key, now, n)
 }
 
-// paused runs the test hook pause, if it is set, and clears it.
+// paused calls the stress harness's hook (a no-op in a normal build), then
+// runs the test hook pause, if it is set, and clears it.
 func (l *keyed[S, K]) paused() {
+	hook.Between(hook.BeforeLock)
 	if p := l.pause.Load(); p != nil && l.pause.CompareAndSwap(p, nil) {
 		(*p)()
 	}

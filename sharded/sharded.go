@@ -13,6 +13,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
 )
 
@@ -251,8 +252,10 @@ func (l *store[KT, S]) allow(mk KT, h uint64, n int) admit.Decision {
 	return d
 }
 
-// paused runs the test hook pause, if it is set, and clears it.
+// paused calls the stress harness's hook (a no-op in a normal build), then
+// runs the test hook pause, if it is set, and clears it.
 func (l *store[KT, S]) paused() {
+	hook.Between(hook.BeforeLock)
 	if p := l.pause.Load(); p != nil && l.pause.CompareAndSwap(p, nil) {
 		(*p)()
 	}

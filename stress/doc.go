@@ -1,10 +1,75 @@
-// Package stress will hold admit's stress harness, run as
+// Package stress is admit's stress harness: it hunts over-admission in every
+// variant, algorithm and keyed store, and proves it can catch what it hunts.
+// It has no API; it is its tests.
 //
-//	go test -race ./stress
+// # Running it
 //
-// It hammers every variant and algorithm from many goroutines and checks exact
-// oracles (admitted weight under a frozen clock, conservation under a phased
-// clock, linearizability of recorded histories), and it proves it can fail by
-// catching deliberately broken limiters. Until it lands, the concurrency checks
-// live in each variant's own tests (internal/conformance).
+//	go test -race ./stress                      # full mode, GOMAXPROCS as is
+//	go test -race -short ./stress               # short mode (make test)
+//	go test -race -tags admitstress -cpu 1,2,4,8 -timeout 20m ./stress  # make stress
+//
+// The tag admitstress compiles internal/hook's yield points into the
+// variants, so that race windows (between a load and its CAS, between a
+// lookup and its use) open on a 2-core machine within seconds; without it the
+// tests still run, with less widening. -cpu sweeps GOMAXPROCS from
+// oversubscribed (1) to parallel (8); every burst has several goroutines per
+// processor. Flags: -stress.seed=N replays a run's operation sequences (the
+// seed is printed at start-up and in every failure), -stress.yield=N sets
+// the per-mille chance of a yield at a hook site, -stress.selftrials=N the
+// trials a self-test gets.
+//
+// # What it checks
+//
+// One table (variants_test.go) lists the variants: locked, atomic and
+// sharded, each with its keyed New and, where it has one, its single-key
+// NewLimiter. Every test runs over every row, every algorithm (in a packed
+// and an unpacked form where the variants have both) and both shapes, and
+// skips a combination only when the constructor says admit.ErrUnsupported.
+// The workloads are a hot key; many keys colliding in one shard, with new
+// keys created during the race; eviction with the clock moved to the exact
+// moment keys become evictable, a concurrent sweeper and a WithMaxKeys bound
+// below the number of keys; a policy.Service reloaded concurrently; and
+// stale or moving clock readings. Requests have mixed weights (AllowN 1 to
+// Limit, probes, and requests that can never pass), and each burst starts
+// all its goroutines together from a closed channel.
+//
+// The oracles are exact. In the phased workloads the fake clock is frozen
+// during each burst and moved only between bursts, and every recorded call
+// is checked against the sequential kernel (internal/kernel): replayed per
+// key and phase, the admitted requests must all fit (under a frozen clock
+// the admitted weight never exceeds the budget, and equals it once demand
+// exceeds it), the denied ones must not, and the last admission's Remaining
+// must be the kernel's; the per-key histories must be linearizable
+// (github.com/anishathalye/porcupine, with the kernel as the model and a
+// timeout that counts as a failure); and every history, including those with
+// stale readings, must keep the interval bounds of the algorithms (at most
+// Limit + floor(d·Limit/Window) in any span d for the token bucket, and so
+// on). goleak fails the package if a goroutine outlives the tests.
+//
+// TestSelfTest runs the same harness on deliberately broken limiters kept in
+// the test code (a token bucket publishing with Store instead of CAS, a fixed
+// window that a stale reading resets backwards, a store whose sweeper deletes
+// without checking again) and fails unless the harness catches each.
+//
+// # Reading a failure
+//
+// A failing subtest prints the workload, the seed, the command that replays
+// it, and one block per failed check, each naming the check:
+//
+//   - "decisions": a malformed Decision (Remaining out of range, a denial
+//     with RetryAfter 0, ...);
+//   - "replay": "over-admission" (admitted beyond the kernel's budget at
+//     that reading), "lost update" (the last admission's Remaining is higher
+//     than the kernel's after all admissions: an update was lost),
+//     "budget lost" (denied what the kernel admits), "conservation";
+//   - "interval bounds": too many admissions in some span of readings;
+//   - "linearizability": porcupine found no order of one phase of the key's
+//     calls that the kernel would have produced (Illegal) or ran out of time
+//     (Unknown); the message names the first failing phase and the HTML
+//     visualization it wrote to a temporary directory: open it in a browser
+//     to see the longest linearizable prefix and the calls it cannot place.
+//
+// Each violation names the key (or policy pair and Limit), the phase, the
+// clock reading and the Decision. docs/stress.md has the oracles' formulas,
+// the budget and how to reproduce a failing seed.
 package stress

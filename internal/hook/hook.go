@@ -18,4 +18,7 @@ const (
 	// AfterLookup is after a key's entry was found in a keyed store, before it
 	// is used.
 	AfterLookup
+	// BeforeLock is after the clock was read, before the lock that guards
+	// the key's state is taken: the window in which a reading goes stale.
+	BeforeLock
 )

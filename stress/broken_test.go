@@ -1,0 +1,139 @@
+package stress
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/hook"
+	"github.com/admit-go/admit/internal/kernel"
+)
+
+// Deliberately broken limiters, kept so that the self-tests can show that
+// the harness fails on each bug it hunts. Each is the tempting wrong version
+// of a real design, built on the real kernels, with its bug marked BUG. None
+// is ever used outside the self-tests.
+
+// lostUpdateTB is a copy of the atomic variant's packed token bucket
+// (atomic.tbCell: the whole state is the TAT in one word) whose publish is a
+// plain Store instead of a CompareAndSwap. Two goroutines that load the same
+// word both decide on it and both publish: two admissions for one token. The
+// race detector is silent (every access is atomic); only an oracle sees it.
+type lostUpdateTB struct {
+	w     atomic.Uint64
+	k     *kernel.TokenBucket
+	clock clock.Clock
+}
+
+func newLostUpdateTB(rule admit.Rule, clk clock.Clock) *lostUpdateTB {
+	k := kernel.NewTokenBucket(rule)
+	if !k.Packable() {
+		panic("lostUpdateTB wants a rule whose token is whole nanoseconds")
+	}
+	return &lostUpdateTB{k: k, clock: clk}
+}
+
+func (l *lostUpdateTB) AllowN(n int) admit.Decision {
+	now := l.clock.Now()
+	old := l.w.Load()
+	s := kernel.TokenBucketState{TAT: old}
+	d := l.k.Allow(&s, now, n)
+	if s.TAT != old {
+		between(hook.BeforeCAS) // where the real variant calls hook.Between
+		l.w.Store(s.TAT)        // BUG: CompareAndSwap(old, s.TAT), retrying on failure
+	}
+	return d
+}
+
+// noClampFW is a fixed window under a mutex that trusts its caller's
+// reading: a reading from a window older than the state's (a stale reading:
+// the caller read the clock, then waited) starts that old window afresh,
+// forgetting the newer window's count. The next fresh reading finds the
+// state in an older window and starts the current window afresh too: its
+// admissions so far are forgotten, and it admits up to Limit more.
+type noClampFW struct {
+	mu    sync.Mutex
+	s     kernel.FixedWindowState
+	k     *kernel.FixedWindow
+	clock clock.Clock
+}
+
+func newNoClampFW(rule admit.Rule, clk clock.Clock) *noClampFW {
+	return &noClampFW{k: kernel.NewFixedWindow(rule), clock: clk}
+}
+
+func (l *noClampFW) AllowN(n int) admit.Decision {
+	now := l.clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.s.Count > 0 && l.k.Index(now) < l.s.Window {
+		l.s = kernel.FixedWindowState{} // BUG: the kernel counts a stale reading against the newest window
+	}
+	return l.k.Allow(&l.s, now, n)
+}
+
+// naiveStore is a keyed token-bucket store with the sweeper of
+// sethvargo/go-limiter's memorystore and ulule/limiter's Clean
+// (RELIABILITY.md §7): a call looks its entry up under the map's read lock,
+// releases it and then uses the entry under the entry's own lock; the sweeper
+// collects idle keys under the read lock, releases it, and deletes them under
+// the write lock without checking again. An entry used between the two
+// phases is deleted with its consumption (the key's next call starts from a
+// full bucket), and a call that looked an entry up just before the delete
+// admits on an orphan while the next call creates a second budget.
+type naiveStore struct {
+	mu    sync.RWMutex
+	m     map[string]*naiveEntry // guarded by mu
+	k     *kernel.TokenBucket
+	clock clock.Clock
+}
+
+type naiveEntry struct {
+	mu sync.Mutex
+	s  kernel.TokenBucketState // guarded by mu
+}
+
+func newNaiveStore(rule admit.Rule, clk clock.Clock) *naiveStore {
+	return &naiveStore{m: map[string]*naiveEntry{}, k: kernel.NewTokenBucket(rule), clock: clk}
+}
+
+func (st *naiveStore) AllowN(key string, n int) admit.Decision {
+	now := st.clock.Now()
+	st.mu.RLock()
+	e := st.m[key]
+	st.mu.RUnlock()
+	if e == nil {
+		st.mu.Lock()
+		if e = st.m[key]; e == nil {
+			e = new(naiveEntry)
+			st.m[key] = e
+		}
+		st.mu.Unlock()
+	}
+	between(hook.AfterLookup) // where a real store would call hook.Between
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return st.k.Allow(&e.s, now, n)
+}
+
+func (st *naiveStore) Sweep() int {
+	now := st.clock.Now()
+	var idle []string
+	st.mu.RLock()
+	for key, e := range st.m {
+		e.mu.Lock()
+		if st.k.Fresh(&e.s, now) {
+			idle = append(idle, key)
+		}
+		e.mu.Unlock()
+	}
+	st.mu.RUnlock()
+	between(hook.AfterLookup)
+	st.mu.Lock()
+	for _, key := range idle {
+		delete(st.m, key) // BUG: deletes without checking that the entry is still idle
+	}
+	st.mu.Unlock()
+	return len(idle)
+}
