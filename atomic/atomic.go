@@ -86,10 +86,10 @@ func NewLimiter(rule admit.Rule, opts ...admit.Option) (admit.Limiter, error) {
 		return &FixedWindow{codec: newFWCodec(rule), clock: set.Clock}, nil
 	default:
 		if c, ok := newSCCodec(rule); ok {
-			return &single[scCell, *scCell, *scCodec]{k: c, clock: set.Clock}, nil
+			return &single[scCell, *scCell, *scCodec]{k: c, limit: rule.Limit, clock: set.Clock}, nil
 		}
 		k := kernel.NewSlidingCounter(rule)
-		return &single[scSnapCell, *scSnapCell, *kernel.SlidingCounter]{k: k, clock: set.Clock}, nil
+		return &single[scSnapCell, *scSnapCell, *kernel.SlidingCounter]{k: k, limit: rule.Limit, clock: set.Clock}, nil
 	}
 }
 
@@ -128,7 +128,7 @@ func keyedSettings(rule admit.Rule, opts []admit.Option) (admit.Settings, error)
 // cell is one key's lock-free state; K is what it needs to decide (a kernel,
 // or a kernel with the codec of its packed word).
 type cell[K any] interface {
-	allowN(k K, now time.Duration, n int) admit.Decision
+	decide(k K, now time.Duration, n int) kernel.Verdict
 }
 
 // single is a one-key limiter over any cell; PC is *C, the type whose methods
@@ -140,11 +140,15 @@ type single[C any, PC interface {
 }, K any] struct {
 	c     C
 	k     K
+	limit int
 	clock clock.Clock
 }
 
 func (l *single[C, PC, K]) Allow() admit.Decision { return l.AllowN(1) }
 
-func (l *single[C, PC, K]) AllowN(n int) admit.Decision {
-	return PC(&l.c).allowN(l.k, l.clock.Now(), n)
+// AllowN fills its named result from the cell's Verdict (see kernel.Verdict).
+func (l *single[C, PC, K]) AllowN(n int) (d admit.Decision) {
+	v := PC(&l.c).decide(l.k, l.clock.Now(), n)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.limit, v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
 }

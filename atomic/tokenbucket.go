@@ -55,11 +55,6 @@ func (c *tbCell) decide(k *kernel.TokenBucket, now time.Duration, n int) kernel.
 	}
 }
 
-// allowN is decide with the rule's Limit, for the keyed store.
-func (c *tbCell) allowN(k *kernel.TokenBucket, now time.Duration, n int) admit.Decision {
-	return c.decide(k, now, n).Decision(k.Limit())
-}
-
 // tbSnapCell is one key's token bucket as an immutable snapshot. nil is a full
 // bucket. Each admission publishes a new 16-byte snapshot; a snapshot is never
 // modified after it is published, so a goroutine that loaded it may read it
@@ -69,7 +64,7 @@ type tbSnapCell struct {
 	p satomic.Pointer[kernel.TokenBucketState]
 }
 
-// decide is the CAS loop of the snapshot bucket; see tbCell.allowN for why a
+// decide is the CAS loop of the snapshot bucket; see tbCell.decide for why a
 // CAS and where each decision takes effect. The candidate snapshot is
 // allocated once per call, on the first admission attempt, and reused across
 // retries.
@@ -94,11 +89,6 @@ func (c *tbSnapCell) decide(k *kernel.TokenBucket, now time.Duration, n int) ker
 			return v
 		}
 	}
-}
-
-// allowN is decide with the rule's Limit, for the keyed store.
-func (c *tbSnapCell) allowN(k *kernel.TokenBucket, now time.Duration, n int) admit.Decision {
-	return c.decide(k, now, n).Decision(k.Limit())
 }
 
 // TokenBucket is a lock-free token bucket for a single key whose whole state is

@@ -84,11 +84,6 @@ func (c *fwCell) decide(k *fwCodec, now time.Duration, n int) kernel.Verdict {
 	}
 }
 
-// allowN is decide with the rule's Limit, for the keyed store.
-func (c *fwCell) allowN(k *fwCodec, now time.Duration, n int) admit.Decision {
-	return c.decide(k, now, n).Decision(k.k.Limit())
-}
-
 // FixedWindow is a lock-free fixed window for a single key, its count and
 // window index packed into one atomic word (the bit map and its horizon are
 // documented on the packing code): no call allocates or takes a lock. Build one
@@ -171,7 +166,7 @@ func (c *scCodec) unpack(w uint64, idx int64) kernel.SlidingCounterState {
 }
 
 // scCell is one key's packed sliding counter; see scCodec for the bit map and
-// fwCell.allowN for the CAS loop's reasoning, which is the same.
+// fwCell.decide for the CAS loop's reasoning, which is the same.
 type scCell struct{ w satomic.Uint64 }
 
 func (c *scCell) decide(k *scCodec, now time.Duration, n int) kernel.Verdict {
@@ -188,10 +183,6 @@ func (c *scCell) decide(k *scCodec, now time.Duration, n int) kernel.Verdict {
 			return v
 		}
 	}
-}
-
-func (c *scCell) allowN(k *scCodec, now time.Duration, n int) admit.Decision {
-	return c.decide(k, now, n).Decision(k.k.Limit())
 }
 
 // scSnapCell is one key's sliding counter as an immutable snapshot, for limits
@@ -221,10 +212,6 @@ func (c *scSnapCell) decide(k *kernel.SlidingCounter, now time.Duration, n int) 
 			return v
 		}
 	}
-}
-
-func (c *scSnapCell) allowN(k *kernel.SlidingCounter, now time.Duration, n int) admit.Decision {
-	return c.decide(k, now, n).Decision(k.Limit())
 }
 
 func wrongAlgorithm(rule admit.Rule, constructor string, want admit.Algorithm) error {
