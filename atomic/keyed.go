@@ -14,6 +14,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
 )
@@ -62,32 +63,6 @@ import (
 // evicts the fresh ones and appends the others back (a second chance, as
 // the CLOCK algorithm does), so every cell is examined once per pass.
 
-// Tuning of eviction, the same as packages sharded and locked;
-// docs/keyed-stores.md documents the values.
-const (
-	// evictionSlack is how much older than the clock the reading is at which
-	// a sweep decides that a key is idle: a call whose own reading is at most
-	// this stale sees an evicted key exactly as it would have seen its state.
-	evictionSlack = 100 * time.Millisecond
-
-	// sweepBatch is how many cells an insertion examines for eviction, from
-	// the head of its ring.
-	sweepBatch = 4
-
-	// sweepMinLen is the ring length below which insertions do not sweep.
-	sweepMinLen = 64
-
-	// fullScan is how many cells a new key examines when the store is full
-	// ([admit.WithMaxKeys]), evicting the idle ones: from its own ring
-	// first, then from up to fullShards other rings.
-	fullScan = 32
-
-	// fullShards is how many other rings a new key in a full store visits
-	// when its own ring has no idle cell, so that an idle key anywhere can
-	// make room.
-	fullShards = 8
-)
-
 // cacheLinePad is the size the store's shared words and rings are padded to.
 // 128, not 64: Intel's adjacent-line prefetcher fetches 64-byte lines in
 // pairs, so two words that share a 128-byte pair still slow each other down;
@@ -100,15 +75,6 @@ type paddedInt64 struct {
 	_ [cacheLinePad]byte
 	n satomic.Int64
 	_ [cacheLinePad - 8]byte
-}
-
-// counter holds the words only insertions write, on a 128-byte stretch of
-// their own.
-type counter struct {
-	_      [cacheLinePad]byte
-	n      satomic.Int64  // keys stored, kept only when maxKeys > 0
-	cursor satomic.Uint32 // where makeRoom starts visiting other rings
-	_      [cacheLinePad - 12]byte
 }
 
 // raise makes w at least v.
@@ -483,7 +449,7 @@ type keyed[C any, PC interface {
 	// floor is the newest reading at which a cell has been evicted
 	// (math.MinInt64 before the first). See the eviction protocol above.
 	floor paddedInt64
-	keys  counter // keys stored (when maxKeys > 0), and makeRoom's cursor
+	keys  evict.Counter // keys stored (when maxKeys > 0), and makeRoom's cursor
 
 	// pause, when set (by tests only), is called once, by the first call to
 	// reach it, after it has loaded its key's cell and the cell's value.
@@ -524,7 +490,7 @@ func makeKeyed[C any, PC interface {
 		rings:   make([]ring[C], n),
 	}
 	if rule.Algorithm == admit.SlidingCounter {
-		l.horizon = addSat(rule.Window, rule.Window) // both windows must roll out
+		l.horizon = evict.AddSat(rule.Window, rule.Window) // both windows must roll out
 	}
 	l.floor.n.Store(math.MinInt64)
 	return l
@@ -599,7 +565,7 @@ func (l *keyed[C, PC, K]) obtain(key string, now time.Duration) (c *C, wait time
 	})
 	if loaded {
 		if l.maxKeys > 0 {
-			l.keys.n.Add(-1) // another call created it; give back our room
+			l.keys.Release(1) // another call created it; give back our room
 		}
 		return c, 0, true
 	}
@@ -609,15 +575,7 @@ func (l *keyed[C, PC, K]) obtain(key string, now time.Duration) (c *C, wait time
 
 // reserve counts one more key if the store has room for it.
 func (l *keyed[C, PC, K]) reserve() bool {
-	for {
-		c := l.keys.n.Load()
-		if c >= l.maxKeys {
-			return false
-		}
-		if l.keys.n.CompareAndSwap(c, c+1) {
-			return true
-		}
-	}
+	return l.keys.Reserve(l.maxKeys)
 }
 
 // unlink removes the tombstone c from the map, if the map still maps c's key
@@ -632,20 +590,20 @@ func (l *keyed[C, PC, K]) unlink(c *C) {
 		return old, !loaded // keep what is there; store nothing if nothing is
 	})
 	if deleted && l.maxKeys > 0 {
-		l.keys.n.Add(-1)
+		l.keys.Release(1)
 	}
 }
 
 // track appends a new cell to its ring and, once the ring is long enough,
 // sweeps a few cells from the ring's head.
 func (l *keyed[C, PC, K]) track(r *ring[C], c *C, now time.Duration) {
-	var dead [sweepBatch]*C
+	var dead [evict.SweepBatch]*C
 	r.mu.Lock()
 	r.push(c)
 	ndead := 0
-	if r.len() >= sweepMinLen {
-		at := evictionReading(now)
-		for range sweepBatch {
+	if r.len() >= evict.SweepMinLen {
+		at := evict.Reading(now)
+		for range evict.SweepBatch {
 			c := r.pop()
 			if PC(c).evict(l.k, at, &l.floor) {
 				dead[ndead] = c
@@ -661,43 +619,13 @@ func (l *keyed[C, PC, K]) track(r *ring[C], c *C, now time.Duration) {
 	}
 }
 
-// makeRoom is called when the store is full and a new key of ring own would
-// pass. It evicts the idle cells among up to fullScan cells, those of own
-// first, then those of up to fullShards other rings (from a cursor that moves
-// on at each call, so that calls in turn visit every ring), and tries again
-// to reserve room for one key. If it cannot, it returns the RetryAfter of the
-// denial: the time until the soonest of the cells it examined becomes
-// evictable (plus the slack), or the rule's longest reset time if it
-// examined none.
+// makeRoom applies the full-store policy (evict.MakeRoom) for a new key of
+// ring own. Rings are scanned under their own mutexes, never held here.
 func (l *keyed[C, PC, K]) makeRoom(own *ring[C], now time.Duration) (time.Duration, bool) {
-	at := evictionReading(now)
-	soonest := l.horizon
-	examined, evicted := l.scan(own, now, at, fullScan, &soonest)
-	if evicted > 0 && l.reserve() {
-		return 0, true
-	}
-	start := l.keys.cursor.Add(fullShards)
-	for i := range min(fullShards, len(l.rings)) {
-		if examined >= fullScan {
-			break
-		}
-		r := &l.rings[(start+uint32(i))&uint32(len(l.rings)-1)]
-		if r == own {
-			continue
-		}
-		e, v := l.scan(r, now, at, fullScan-examined, &soonest)
-		examined, evicted = examined+e, evicted+v
-		if v > 0 && l.reserve() {
-			return 0, true
-		}
-	}
-	if l.reserve() { // another call may have made room meanwhile
-		return 0, true
-	}
-	if evicted > 0 {
-		soonest = 0 // room was made, and a concurrent insertion took it
-	}
-	return addSat(soonest, evictionSlack), false
+	return evict.MakeRoom(&l.keys, l.maxKeys, l.rings, own, now, l.horizon,
+		func(r *ring[C], _ bool, at time.Duration, limit int, soonest *time.Duration) (int, int) {
+			return l.scan(r, now, at, limit, soonest)
+		})
 }
 
 // scan examines up to limit cells from the head of ring r, evicts those fresh
@@ -706,9 +634,9 @@ func (l *keyed[C, PC, K]) makeRoom(own *ring[C], now time.Duration) (time.Durati
 // evicted cells after releasing r's lock, and returns how many cells it
 // examined and evicted.
 func (l *keyed[C, PC, K]) scan(r *ring[C], now, at time.Duration, limit int, soonest *time.Duration) (examined, evicted int) {
-	var dead [fullScan]*C
+	var dead [evict.FullScan]*C
 	r.mu.Lock()
-	for range min(limit, fullScan, r.len()) {
+	for range min(limit, evict.FullScan, r.len()) {
 		c := r.pop()
 		examined++
 		if PC(c).evict(l.k, at, &l.floor) {
@@ -737,7 +665,7 @@ func (l *keyed[C, PC, K]) Len() int { return l.m.Size() }
 
 // Sweep implements [Store].
 func (l *keyed[C, PC, K]) Sweep() int {
-	return l.sweepAt(evictionReading(l.clock.Now()))
+	return l.sweepAt(evict.Reading(l.clock.Now()))
 }
 
 // sweepAt evicts every cell that is fresh at reading at, ring by ring, and
@@ -768,21 +696,4 @@ func (l *keyed[C, PC, K]) sweepAt(at time.Duration) int {
 		total += len(dead)
 	}
 	return total
-}
-
-// evictionReading is the reading at which a sweep that read now decides
-// which keys are idle: now minus the slack, saturated.
-func evictionReading(now time.Duration) time.Duration {
-	if now < math.MinInt64+evictionSlack {
-		return math.MinInt64
-	}
-	return now - evictionSlack
-}
-
-// addSat returns a+b for b >= 0, saturated at the largest Duration.
-func addSat(a, b time.Duration) time.Duration {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }

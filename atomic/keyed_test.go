@@ -24,16 +24,6 @@ func TestKeyedLayout(t *testing.T) {
 	if size := unsafe.Sizeof(w); size != 2*cacheLinePad {
 		t.Errorf("paddedInt64 is %d bytes, want %d", size, 2*cacheLinePad)
 	}
-	var c counter
-	if off := unsafe.Offsetof(c.n); off != cacheLinePad {
-		t.Errorf("counter.n is at offset %d, want %d", off, cacheLinePad)
-	}
-	if off := unsafe.Offsetof(c.cursor); off != cacheLinePad+8 {
-		t.Errorf("counter.cursor is at offset %d, want %d", off, cacheLinePad+8)
-	}
-	if size := unsafe.Sizeof(c); size != 2*cacheLinePad {
-		t.Errorf("counter is %d bytes, want %d", size, 2*cacheLinePad)
-	}
 	for name, size := range map[string]uintptr{
 		"token-bucket":             unsafe.Sizeof(ring[tbKeyCell]{}),
 		"token-bucket snapshot":    unsafe.Sizeof(ring[tbSnapKeyCell]{}),

@@ -1,58 +1,10 @@
 package locked
 
 import (
-	"math"
 	"time"
+
+	"github.com/admit-go/admit/internal/evict"
 )
-
-// Tuning of eviction, the same as package sharded's; docs/keyed-stores.md
-// documents the values.
-const (
-	// evictionSlack is how much older than the clock the reading is at which
-	// a sweep decides that a key is idle: a call whose own reading is at most
-	// this stale sees an evicted key exactly as it would have seen its state.
-	evictionSlack = 100 * time.Millisecond
-
-	// sweepBatch is how many keys an insertion examines for eviction, from a
-	// random place in its stripe: at most about 1/sweepBatch of the keys of
-	// a store under churn are idle.
-	sweepBatch = 4
-
-	// sweepMinLen is the size below which insertions do not sweep a stripe.
-	sweepMinLen = 64
-
-	// fullScan is how many keys a new key examines when the store is full
-	// ([admit.WithMaxKeys]), evicting the idle ones: from its own stripe
-	// first, then from up to fullShards other stripes.
-	fullScan = 32
-
-	// fullShards is how many other stripes a new key in a full store visits
-	// when its own stripe has no idle key, so that an idle key anywhere can
-	// make room.
-	fullShards = 8
-
-	// rebuildMin: a stripe's map is rebuilt when it holds a quarter of the
-	// keys it held at its peak, if that peak was at least rebuildMin, since
-	// a Go map keeps the buckets of deleted keys.
-	rebuildMin = 32
-)
-
-// evictionReading is the reading at which a sweep that read now decides
-// which keys are idle: now minus the slack, saturated.
-func evictionReading(now time.Duration) time.Duration {
-	if now < math.MinInt64+evictionSlack {
-		return math.MinInt64
-	}
-	return now - evictionSlack
-}
-
-// addSat returns a+b for b >= 0, saturated at the largest Duration.
-func addSat(a, b time.Duration) time.Duration {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
 
 // sweep examines up to limit keys of st, from a random place (a Go map's
 // range starts at one), and evicts those whose state is fresh at the eviction
@@ -60,7 +12,7 @@ func addSat(a, b time.Duration) time.Duration {
 // call holds for its whole work: no call can be using a state it deletes.
 // It requires that st.mu is held.
 func (l *keyed[S, K]) sweep(st *stripe[S], now time.Duration, limit int) {
-	at := evictionReading(now)
+	at := evict.Reading(now)
 	examined, evicted := 0, 0
 	for key, s := range st.m {
 		if examined == limit {
@@ -84,9 +36,9 @@ func (l *keyed[S, K]) evicted(st *stripe[S], at time.Duration, n int) {
 	}
 	st.floor = max(st.floor, at)
 	if l.maxKeys > 0 {
-		l.keys.n.Add(int64(-n))
+		l.keys.Release(n)
 	}
-	if st.peak >= rebuildMin && len(st.m) <= st.peak/4 {
+	if st.peak >= evict.RebuildMin && len(st.m) <= st.peak/4 {
 		m := make(map[string]*S, len(st.m))
 		for key, s := range st.m {
 			m[key] = s
@@ -96,46 +48,19 @@ func (l *keyed[S, K]) evicted(st *stripe[S], at time.Duration, n int) {
 	}
 }
 
-// makeRoom is called when the store is full and a new key of own would
-// pass; own.mu is held. It evicts the idle keys among up to fullScan keys,
-// those of own first, then those of up to fullShards other stripes (from a
-// cursor that moves on at each call, so that calls in turn visit every
-// stripe), and tries again to reserve room for one key. It only TryLocks the
-// other stripes, skipping busy ones: waiting for a second stripe's lock while
-// holding one could deadlock with a call doing the same the other way round.
-// If it cannot reserve room, it returns the RetryAfter of the denial: the
-// time until the soonest of the keys it examined becomes evictable (plus the
-// slack), or the rule's longest reset time if it examined none.
+// makeRoom applies the full-store policy (evict.MakeRoom) for a new key of
+// own, whose lock the caller holds; it only TryLocks the other stripes.
 func (l *keyed[S, K]) makeRoom(own *stripe[S], now time.Duration) (time.Duration, bool) {
-	at := evictionReading(now)
-	soonest := l.horizon
-	examined, evicted := l.scan(own, now, at, fullScan, &soonest)
-	if evicted > 0 && l.reserve() {
-		return 0, true
-	}
-	start := l.keys.cursor.Add(fullShards)
-	for i := range min(fullShards, len(l.stripes)) {
-		if examined >= fullScan {
-			break
-		}
-		st := &l.stripes[(start+uint32(i))&uint32(len(l.stripes)-1)]
-		if st == own || !st.mu.TryLock() {
-			continue
-		}
-		e, v := l.scan(st, now, at, fullScan-examined, &soonest)
-		st.mu.Unlock()
-		examined, evicted = examined+e, evicted+v
-		if v > 0 && l.reserve() {
-			return 0, true
-		}
-	}
-	if l.reserve() { // another call may have made room meanwhile
-		return 0, true
-	}
-	if evicted > 0 {
-		soonest = 0 // room was made, and a concurrent insertion took it
-	}
-	return addSat(soonest, evictionSlack), false
+	return evict.MakeRoom(&l.keys, l.maxKeys, l.stripes, own, now, l.horizon,
+		func(st *stripe[S], isOwn bool, at time.Duration, limit int, soonest *time.Duration) (int, int) {
+			if !isOwn {
+				if !st.mu.TryLock() {
+					return 0, 0
+				}
+				defer st.mu.Unlock()
+			}
+			return l.scan(st, now, at, limit, soonest)
+		})
 }
 
 // scan examines up to limit keys of st, from a random place, and evicts those
@@ -163,7 +88,7 @@ func (l *keyed[S, K]) scan(st *stripe[S], now, at time.Duration, limit int, soon
 
 // Sweep implements [Store].
 func (l *keyed[S, K]) Sweep() int {
-	return l.sweepAt(evictionReading(l.clock.Now()))
+	return l.sweepAt(evict.Reading(l.clock.Now()))
 }
 
 // sweepAt evicts every key that is fresh at reading at, stripe by stripe, and

@@ -44,6 +44,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
 )
@@ -179,16 +180,6 @@ type stripe[S any] struct {
 	_ [cacheLinePad - unsafe.Sizeof(stripeFields{})]byte
 }
 
-// counter holds the words only insertions write, on a 128-byte stretch of
-// their own, so that insertions do not slow down the reads of the limiter's
-// other fields.
-type counter struct {
-	_      [cacheLinePad]byte
-	n      atomic.Int64  // keys stored, kept only when maxKeys > 0
-	cursor atomic.Uint32 // where makeRoom starts visiting other stripes
-	_      [cacheLinePad - 12]byte
-}
-
 // keyed spreads keys over striped locks.
 type keyed[S any, K kernel.Kernel[S]] struct {
 	k       K
@@ -199,7 +190,7 @@ type keyed[S any, K kernel.Kernel[S]] struct {
 	maxKeys int64         // WithMaxKeys, or 0 for no bound
 	horizon time.Duration // the longest a state can take to become fresh
 	stripes []stripe[S]
-	keys    counter // keys stored (when maxKeys > 0), and makeRoom's cursor
+	keys    evict.Counter // keys stored (when maxKeys > 0), and makeRoom's cursor
 
 	// pause, when set (by tests only), is called once, by the first call to
 	// reach it after it has read the clock and before it takes its stripe's
@@ -220,7 +211,7 @@ func newKeyed[S any, K kernel.Kernel[S]](k K, rule admit.Rule, set admit.Setting
 		stripes: make([]stripe[S], n),
 	}
 	if rule.Algorithm == admit.SlidingCounter {
-		l.horizon = addSat(rule.Window, rule.Window) // both windows must roll out
+		l.horizon = evict.AddSat(rule.Window, rule.Window) // both windows must roll out
 	}
 	for i := range l.stripes {
 		l.stripes[i].m = make(map[string]*S)
@@ -278,8 +269,8 @@ func (l *keyed[S, K]) insert(st *stripe[S], key string, now time.Duration, n int
 // full store makes room or returns, with ok false, the RetryAfter of the
 // denial, storing nothing. It requires that st.mu is held.
 func (l *keyed[S, K]) add(st *stripe[S], key string, s *S, now time.Duration) (wait time.Duration, ok bool) {
-	if len(st.m) >= sweepMinLen {
-		l.sweep(st, now, sweepBatch)
+	if len(st.m) >= evict.SweepMinLen {
+		l.sweep(st, now, evict.SweepBatch)
 	}
 	if l.maxKeys > 0 && !l.reserve() {
 		if wait, ok := l.makeRoom(st, now); !ok {
@@ -293,15 +284,7 @@ func (l *keyed[S, K]) add(st *stripe[S], key string, s *S, now time.Duration) (w
 
 // reserve counts one more key if the limiter has room for it.
 func (l *keyed[S, K]) reserve() bool {
-	for {
-		c := l.keys.n.Load()
-		if c >= l.maxKeys {
-			return false
-		}
-		if l.keys.n.CompareAndSwap(c, c+1) {
-			return true
-		}
-	}
+	return l.keys.Reserve(l.maxKeys)
 }
 
 // Len implements [Store].

@@ -24,14 +24,4 @@ func TestShardSize(t *testing.T) {
 			t.Errorf("shard for %s is %d bytes, want %d", name, size, cacheLinePad)
 		}
 	}
-	var c counter
-	if off := unsafe.Offsetof(c.n); off != cacheLinePad {
-		t.Errorf("counter.n is at offset %d, want %d", off, cacheLinePad)
-	}
-	if off := unsafe.Offsetof(c.cursor); off != cacheLinePad+8 {
-		t.Errorf("counter.cursor is at offset %d, want %d, next to n", off, cacheLinePad+8)
-	}
-	if size := unsafe.Sizeof(c); size != 2*cacheLinePad {
-		t.Errorf("counter is %d bytes, want %d", size, 2*cacheLinePad)
-	}
 }

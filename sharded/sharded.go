@@ -13,6 +13,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
 )
@@ -81,45 +82,6 @@ func build[S any](kern any, rule admit.Rule, set admit.Settings) Store {
 	return l
 }
 
-// Tuning of eviction. The values are documented in the package doc and in
-// docs/keyed-stores.md; change them there too.
-const (
-	// evictionSlack is how much older than the clock the reading is at which
-	// a sweep decides that a key is idle. A request whose own reading is at
-	// most this stale sees an evicted key exactly as it would have seen the
-	// state (which was already fresh at its reading); a staler one that
-	// finds its key gone is judged at the shard's floor. See shard.floor.
-	evictionSlack = 100 * time.Millisecond
-
-	// sweepBatch is how many keys an insertion examines for eviction, from a
-	// random place in its shard. In a store under churn with a fraction f of
-	// its keys idle, an insertion evicts sweepBatch×f keys on average, so
-	// insertions and evictions balance when at most 1/sweepBatch of the keys
-	// are idle: the store holds about 4/3 of the keys in use.
-	sweepBatch = 4
-
-	// sweepMinLen is the size below which insertions do not sweep a shard:
-	// fewer idle keys than this cost less than looking for them.
-	sweepMinLen = 64
-
-	// fullScan is how many keys a new key examines when the store is full
-	// ([admit.WithMaxKeys]), evicting the idle ones: from its own shard
-	// first, then from up to fullShards other shards.
-	fullScan = 32
-
-	// fullShards is how many other shards a new key in a full store visits
-	// when its own shard has no idle key: an idle key in any shard must be
-	// able to make room, or a key whose shard is empty would be denied for
-	// as long as no other key arrives there.
-	fullShards = 8
-
-	// rebuildMin and the factor 4: a shard's map is rebuilt when it holds a
-	// quarter of the keys it held at its peak, if that peak was at least
-	// rebuildMin. Rebuilding copies at most a quarter of the peak, paid for
-	// by the three quarters deleted, so it costs O(1) per eviction.
-	rebuildMin = 32
-)
-
 // cacheLinePad is the size shards are padded to. 128, not 64: Intel's
 // adjacent-line prefetcher fetches 64-byte lines in pairs, so two shards that
 // share a 128-byte pair still slow each other down; 128 is also the line size
@@ -155,16 +117,6 @@ type shard[KT comparable, S any] struct {
 	_ [cacheLinePad - unsafe.Sizeof(shardFields{})]byte
 }
 
-// counter holds the words only insertions write, on a 128-byte stretch of
-// their own, so that insertions do not slow down every call's reads of the
-// store's other fields.
-type counter struct {
-	_      [cacheLinePad]byte
-	n      atomic.Int64  // keys stored, kept only when maxKeys > 0
-	cursor atomic.Uint32 // where makeRoom starts visiting other shards
-	_      [cacheLinePad - 12]byte
-}
-
 // store is a sharded keyed store of states S under map keys KT (a string, or
 // a 64-bit hash with WithHashedKeys). It is immutable after init except for
 // its shards, its key count and the test hook.
@@ -181,7 +133,7 @@ type store[KT comparable, S any] struct {
 	horizon time.Duration // the longest a state can take to become fresh
 	clone   func(KT) KT   // our own copy of a caller's map key; nil for hashes
 	shards  []shard[KT, S]
-	keys    counter // keys stored (when maxKeys > 0), and makeRoom's cursor
+	keys    evict.Counter // keys stored (when maxKeys > 0), and makeRoom's cursor
 
 	// pause, when set (by tests only), is called once, by the first call to
 	// reach it after it has read the clock and before it takes its shard's
@@ -199,7 +151,7 @@ func (l *store[KT, S]) init(kern any, rule admit.Rule, set admit.Settings, clone
 	l.maxKeys = int64(set.MaxKeys)
 	l.horizon = rule.Window
 	if rule.Algorithm == admit.SlidingCounter {
-		l.horizon = addSat(rule.Window, rule.Window) // both windows must roll out
+		l.horizon = evict.AddSat(rule.Window, rule.Window) // both windows must roll out
 	}
 	l.clone = clone
 	l.shards = make([]shard[KT, S], n)
@@ -283,8 +235,8 @@ func (l *store[KT, S]) insert(sh *shard[KT, S], mk KT, now time.Duration, n int)
 // full store makes room or returns, with ok false, the RetryAfter of the
 // denial, storing nothing. It requires that sh.mu is held.
 func (l *store[KT, S]) add(sh *shard[KT, S], mk KT, s S, now time.Duration) (wait time.Duration, ok bool) {
-	if len(sh.m) >= sweepMinLen {
-		l.sweep(sh, now, sweepBatch)
+	if len(sh.m) >= evict.SweepMinLen {
+		l.sweep(sh, now, evict.SweepBatch)
 	}
 	if l.maxKeys > 0 && !l.reserve() {
 		if wait, ok := l.makeRoom(sh, now); !ok {
@@ -301,15 +253,7 @@ func (l *store[KT, S]) add(sh *shard[KT, S], mk KT, s S, now time.Duration) (wai
 
 // reserve counts one more key if the store has room for it.
 func (l *store[KT, S]) reserve() bool {
-	for {
-		c := l.keys.n.Load()
-		if c >= l.maxKeys {
-			return false
-		}
-		if l.keys.n.CompareAndSwap(c, c+1) {
-			return true
-		}
-	}
+	return l.keys.Reserve(l.maxKeys)
 }
 
 // Len implements [Store].

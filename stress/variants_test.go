@@ -7,6 +7,7 @@ import (
 
 	"github.com/admit-go/admit"
 	admitatomic "github.com/admit-go/admit/atomic"
+	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/locked"
 	"github.com/admit-go/admit/sharded"
 )
@@ -72,7 +73,7 @@ func horizon(r admit.Rule) time.Duration {
 
 // evictionSlack is the stores' documented slack: they evict a key that is
 // fresh at the clock's reading minus 100ms (docs/keyed-stores.md).
-const evictionSlack = 100 * time.Millisecond
+const evictionSlack = evict.Slack
 
 // newKeyedSubject builds v's keyed limiter for rule over clk, or skips t if
 // v does not offer it (admit.ErrUnsupported). Any other error fails t.

@@ -1,0 +1,144 @@
+// Package evict holds what the three keyed stores (locked, sharded, atomic)
+// share about idle-key eviction: its tuning, the reading a sweep judges
+// idleness at, the padded key counter behind admit.WithMaxKeys, and the
+// full-store policy. Each store keeps only how it scans its own shards.
+// docs/keyed-stores.md documents the values and the argument.
+package evict
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// Tuning of eviction.
+const (
+	// Slack is how much older than the clock the reading is at which a sweep
+	// decides that a key is idle. A request whose own reading is at most
+	// this stale sees an evicted key exactly as it would have seen the state
+	// (which was already fresh at its reading); a staler one that finds its
+	// key gone is judged at its shard's floor.
+	Slack = 100 * time.Millisecond
+
+	// SweepBatch is how many keys an insertion examines for eviction. In a
+	// store under churn with a fraction f of its keys idle, an insertion
+	// evicts SweepBatch×f keys on average, so insertions and evictions
+	// balance when at most 1/SweepBatch of the keys are idle.
+	SweepBatch = 4
+
+	// SweepMinLen is the size below which insertions do not sweep a shard:
+	// fewer idle keys than this cost less than looking for them.
+	SweepMinLen = 64
+
+	// FullScan is how many keys a new key examines when the store is full
+	// (admit.WithMaxKeys), evicting the idle ones: from its own shard first,
+	// then from up to FullShards other shards.
+	FullScan = 32
+
+	// FullShards is how many other shards a new key in a full store visits
+	// when its own has no idle key: an idle key in any shard must be able to
+	// make room, or a key whose shard is empty would be denied for as long
+	// as no other key arrives there.
+	FullShards = 8
+
+	// RebuildMin and the factor 4: a shard's map is rebuilt when it holds a
+	// quarter of the keys it held at its peak, if that peak was at least
+	// RebuildMin. Rebuilding copies at most a quarter of the peak, paid for
+	// by the three quarters deleted, so it costs O(1) per eviction; a Go map
+	// keeps the buckets of deleted keys until it is rebuilt.
+	RebuildMin = 32
+)
+
+// Reading is the reading at which a sweep that read now decides which keys
+// are idle: now minus the slack, saturated.
+func Reading(now time.Duration) time.Duration {
+	if now < math.MinInt64+Slack {
+		return math.MinInt64
+	}
+	return now - Slack
+}
+
+// AddSat returns a+b for b >= 0, saturated at the largest Duration.
+func AddSat(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// cacheLinePad: 128, not 64, because Intel's adjacent-line prefetcher
+// fetches 64-byte lines in pairs (and Apple's arm64 lines are 128 bytes).
+const cacheLinePad = 128
+
+// Counter holds the words only insertions write, on a 128-byte stretch of
+// their own, so that insertions do not slow down the reads of a store's
+// other fields. Its zero value counts no key.
+type Counter struct {
+	_      [cacheLinePad]byte
+	n      atomic.Int64  // keys stored, kept only when the store is bounded
+	cursor atomic.Uint32 // where MakeRoom starts visiting other shards
+	_      [cacheLinePad - 12]byte
+}
+
+// Reserve counts one more key if fewer than max are counted.
+func (c *Counter) Reserve(max int64) bool {
+	for {
+		n := c.n.Load()
+		if n >= max {
+			return false
+		}
+		if c.n.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// Release uncounts n keys.
+func (c *Counter) Release(n int) { c.n.Add(-int64(n)) }
+
+// MakeRoom is the full-store policy, for a new key that would pass in a
+// store holding its maximum of keys. It evicts the idle keys among up to
+// FullScan keys, those of own first, then those of up to FullShards other
+// shards (from a cursor that moves on at each call, so that calls in turn
+// visit every shard), and tries again to reserve room for one key. If it
+// cannot, it returns the RetryAfter of the denial: the time until the
+// soonest of the keys it examined becomes evictable (plus the slack), or
+// horizon (the rule's longest reset) if it examined none.
+//
+// scan examines up to limit keys of one shard at reading at, evicts the
+// fresh ones and lowers *soonest for the others; own tells it whether the
+// shard is the caller's (whose lock, if the store has shard locks, the
+// caller holds). It returns how many keys it examined and evicted; a store
+// that cannot take another shard's lock without waiting skips it (0, 0), as
+// waiting for a second lock while holding one could deadlock.
+func MakeRoom[T any](c *Counter, max int64, shards []T, own *T, now, horizon time.Duration,
+	scan func(sh *T, own bool, at time.Duration, limit int, soonest *time.Duration) (examined, evicted int)) (time.Duration, bool) {
+	at := Reading(now)
+	soonest := horizon
+	examined, evicted := scan(own, true, at, FullScan, &soonest)
+	if evicted > 0 && c.Reserve(max) {
+		return 0, true
+	}
+	start := c.cursor.Add(FullShards)
+	for i := range min(FullShards, len(shards)) {
+		if examined >= FullScan {
+			break
+		}
+		sh := &shards[(start+uint32(i))&uint32(len(shards)-1)]
+		if sh == own {
+			continue
+		}
+		e, v := scan(sh, false, at, FullScan-examined, &soonest)
+		examined, evicted = examined+e, evicted+v
+		if v > 0 && c.Reserve(max) {
+			return 0, true
+		}
+	}
+	if c.Reserve(max) { // another call may have made room meanwhile
+		return 0, true
+	}
+	if evicted > 0 {
+		soonest = 0 // room was made, and a concurrent insertion took it
+	}
+	return AddSat(soonest, Slack), false
+}

@@ -1,0 +1,80 @@
+package evict
+
+import (
+	"math"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// TestCounterLayout pins the padding: the two words insertions write sit on a
+// 128-byte stretch of their own.
+func TestCounterLayout(t *testing.T) {
+	var c Counter
+	if off := unsafe.Offsetof(c.n); off != cacheLinePad {
+		t.Errorf("Counter.n is at offset %d, want %d", off, cacheLinePad)
+	}
+	if off := unsafe.Offsetof(c.cursor); off != cacheLinePad+8 {
+		t.Errorf("Counter.cursor is at offset %d, want %d, next to n", off, cacheLinePad+8)
+	}
+	if size := unsafe.Sizeof(c); size != 2*cacheLinePad {
+		t.Errorf("Counter is %d bytes, want %d", size, 2*cacheLinePad)
+	}
+}
+
+func TestCounterReserve(t *testing.T) {
+	var c Counter
+	for i := range 3 {
+		if !c.Reserve(3) {
+			t.Fatalf("Reserve %d of 3 refused", i+1)
+		}
+	}
+	if c.Reserve(3) {
+		t.Fatal("a fourth key was counted in a store of 3")
+	}
+	c.Release(1)
+	if !c.Reserve(3) {
+		t.Fatal("a released slot was not given out again")
+	}
+}
+
+func TestReading(t *testing.T) {
+	if got := Reading(time.Second); got != time.Second-Slack {
+		t.Errorf("Reading(1s) = %v", got)
+	}
+	if got := Reading(math.MinInt64 + 1); got != math.MinInt64 {
+		t.Errorf("Reading near the bottom of the clock = %v, want it saturated", got)
+	}
+}
+
+// TestMakeRoom: the caller's shard is scanned first; the others are visited
+// only when it has no idle key, and a refusal reports the soonest reset.
+func TestMakeRoom(t *testing.T) {
+	var c Counter
+	c.Reserve(1) // the store is full
+	shards := make([]int, 4)
+	var visited []int
+	scan := func(sh *int, own bool, at time.Duration, limit int, soonest *time.Duration) (int, int) {
+		visited = append(visited, int((uintptr(unsafe.Pointer(sh))-uintptr(unsafe.Pointer(&shards[0])))/unsafe.Sizeof(shards[0])))
+		*soonest = min(*soonest, 5*time.Second)
+		return 1, 0
+	}
+	wait, ok := MakeRoom(&c, 1, shards, &shards[2], 0, time.Hour, scan)
+	if ok || wait != 5*time.Second+Slack {
+		t.Errorf("MakeRoom in a full store with nothing idle = %v, %v; want a refusal after 5s+slack", wait, ok)
+	}
+	if len(visited) != 4 || visited[0] != 2 {
+		t.Errorf("visited shards %v; want the own shard 2 first, then the three others", visited)
+	}
+	evictOwn := func(sh *int, own bool, at time.Duration, limit int, soonest *time.Duration) (int, int) {
+		if own {
+			c.Release(1) // what a store's scan does when it evicts
+			return 1, 1
+		}
+		t.Error("another shard was visited although the own shard made room")
+		return 0, 0
+	}
+	if _, ok := MakeRoom(&c, 1, shards, &shards[0], 0, time.Hour, evictOwn); !ok {
+		t.Error("room made in the own shard was not reserved")
+	}
+}
