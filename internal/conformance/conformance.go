@@ -41,6 +41,13 @@ type Variant struct {
 	// it must return an error wrapping admit.ErrUnsupported for it.
 	HashedKeys bool
 
+	// Remote marks a variant whose state lives in another process (a Redis
+	// server): its allocations are not counted, since the network client's
+	// are not its own, and it has no local store, so it must refuse the
+	// keyed-store options (WithShards, WithMaxKeys, WithHashedKeys) with an
+	// error wrapping admit.ErrUnsupported. Store must be nil.
+	Remote bool
+
 	// Store, when not nil, gives the keyed-store checks (eviction, bounded
 	// memory, the full-store policy) their test-only access to the store
 	// behind New's limiters, which must then also have the methods
@@ -66,7 +73,9 @@ func Run(t *testing.T, v Variant) {
 			t.Run("KeyIsolation", func(t *testing.T) { testKeyIsolation(t, v, alg) })
 			t.Run("KeyCopied", func(t *testing.T) { testKeyCopied(t, v, alg) })
 			t.Run("FrozenClockExact", func(t *testing.T) { testFrozenClockExact(t, v, alg) })
-			t.Run("Allocs", func(t *testing.T) { testAllocs(t, v, alg) })
+			if !v.Remote {
+				t.Run("Allocs", func(t *testing.T) { testAllocs(t, v, alg) })
+			}
 			t.Run("ReserveAsAllow", func(t *testing.T) { testReserveAsAllow(t, v, alg) })
 			if v.Store != nil {
 				runStore(t, v, alg)
@@ -220,10 +229,10 @@ func runSteps(t *testing.T, v Variant, rule admit.Rule, steps []step) {
 	}
 }
 
-// oracle is the pure kernel of an algorithm with one state per key, stepped
+// Oracle is the pure kernel of an algorithm with one state per key, stepped
 // sequentially: the executable specification a variant must match.
-type oracle interface {
-	allow(key string, now time.Duration, n int) admit.Decision
+type Oracle interface {
+	Allow(key string, now time.Duration, n int) admit.Decision
 }
 
 type kernelOracle[S any, K kernel.Kernel[S]] struct {
@@ -231,7 +240,7 @@ type kernelOracle[S any, K kernel.Kernel[S]] struct {
 	states map[string]*S
 }
 
-func (o *kernelOracle[S, K]) allow(key string, now time.Duration, n int) admit.Decision {
+func (o *kernelOracle[S, K]) Allow(key string, now time.Duration, n int) admit.Decision {
 	s := o.states[key]
 	if s == nil {
 		s = new(S)
@@ -240,7 +249,9 @@ func (o *kernelOracle[S, K]) allow(key string, now time.Duration, n int) admit.D
 	return o.k.Allow(s, now, n)
 }
 
-func newOracle(rule admit.Rule) oracle {
+// NewOracle returns the Oracle of rule, which must be valid: every key
+// starts fresh and is never evicted.
+func NewOracle(rule admit.Rule) Oracle {
 	switch rule.Algorithm {
 	case admit.TokenBucket:
 		return &kernelOracle[kernel.TokenBucketState, *kernel.TokenBucket]{kernel.NewTokenBucket(rule), map[string]*kernel.TokenBucketState{}}
@@ -275,7 +286,7 @@ func testDifferential(t *testing.T, v Variant, alg admit.Algorithm) {
 			single, err = v.NewLimiter(rule, admit.WithClock(fake))
 			require.NoError(rt, err)
 		}
-		want := newOracle(rule)
+		want := NewOracle(rule)
 		keys := []string{"a", "b", "c"}
 		ops := rapid.IntRange(1, 60).Draw(rt, "ops")
 		for i := range ops {
@@ -291,7 +302,7 @@ func testDifferential(t *testing.T, v Variant, alg admit.Algorithm) {
 				n := rapid.IntRange(-1, rule.Limit+1).Draw(rt, "n")
 				key := rapid.SampledFrom(keys).Draw(rt, "key")
 				now := fake.Now()
-				exp := want.allow(key, now, n)
+				exp := want.Allow(key, now, n)
 				if got := keyed.AllowN(key, n); got != exp {
 					rt.Fatalf("%s op %d: keyed AllowN(t=%v, %q, %d) = %+v, want %+v", rule, i, now, key, n, got, exp)
 				}

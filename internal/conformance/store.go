@@ -72,6 +72,21 @@ func horizon(rule admit.Rule) time.Duration {
 // limiter it builds) are harmless everywhere.
 func testStoreOptions(t *testing.T, v Variant) {
 	good := admit.Rule{Algorithm: admit.TokenBucket, Limit: 5, Window: 10 * time.Second}
+	if v.Remote {
+		for name, opt := range map[string]admit.Option{
+			"WithShards":     admit.WithShards(4),
+			"WithMaxKeys":    admit.WithMaxKeys(10),
+			"WithHashedKeys": admit.WithHashedKeys(),
+		} {
+			_, err := v.New(good, opt)
+			assert.ErrorIs(t, err, admit.ErrUnsupported, "New(%s): a remote variant has no local store", name)
+			assert.ErrorContains(t, err, name)
+		}
+		lim, err := v.New(good, admit.WithClock(clock.NewFake()), admit.WithFactory(v.New))
+		require.NoError(t, err, "New(WithClock, WithFactory)")
+		assert.True(t, lim.Allow("a").Allowed)
+		return
+	}
 	for _, bad := range []admit.Option{admit.WithShards(0), admit.WithShards(3), admit.WithShards(admit.MaxShards * 2), admit.WithMaxKeys(0), admit.WithMaxKeys(-1)} {
 		_, err := v.New(good, bad)
 		assert.ErrorIs(t, err, admit.ErrInvalidOption)
@@ -165,7 +180,7 @@ func testEvictionEquivalence(t *testing.T, v Variant, alg admit.Algorithm) {
 		lim, err := v.New(rule, admit.WithClock(fake), admit.WithShards(shards))
 		require.NoError(rt, err)
 		store := lim.(storeLimiter)
-		want := newOracle(rule)
+		want := NewOracle(rule)
 		for i, o := range ops {
 			switch o.kind {
 			case opMove:
@@ -180,7 +195,7 @@ func testEvictionEquivalence(t *testing.T, v Variant, alg admit.Algorithm) {
 				evicted += n
 				legal++
 			case opAllow:
-				exp := want.allow(o.key, o.at, o.n)
+				exp := want.Allow(o.key, o.at, o.n)
 				if got := lim.AllowN(o.key, o.n); got != exp {
 					rt.Fatalf("%s op %d: AllowN(t=%v, %q, %d) = %+v, want %+v (the eviction-free kernel)", rule, i, o.at, o.key, o.n, got, exp)
 				}
@@ -206,11 +221,11 @@ func testIncrementalEvictionEquivalence(t *testing.T, v Variant, alg admit.Algor
 		lim, err := v.New(rule, admit.WithClock(fake), admit.WithShards(1))
 		require.NoError(rt, err)
 		store := lim.(storeLimiter)
-		want := newOracle(rule)
+		want := NewOracle(rule)
 		stored := map[string]bool{}
 		for i := range 80 { // enough keys that insertions sweep the shard
 			key := "k" + strconv.Itoa(i)
-			exp := want.allow(key, fake.Now(), 1)
+			exp := want.Allow(key, fake.Now(), 1)
 			if got := lim.Allow(key); got != exp {
 				rt.Fatalf("%s: Allow(%q) = %+v, want %+v", rule, key, got, exp)
 			}
@@ -218,7 +233,7 @@ func testIncrementalEvictionEquivalence(t *testing.T, v Variant, alg admit.Algor
 		}
 		// Let them all go idle: a new key's insertion evicts some.
 		fake.Advance(horizon(rule) + time.Second)
-		if got, exp := lim.Allow("new"), want.allow("new", fake.Now(), 1); got != exp {
+		if got, exp := lim.Allow("new"), want.Allow("new", fake.Now(), 1); got != exp {
 			rt.Fatalf("%s: Allow(%q) = %+v, want %+v", rule, "new", got, exp)
 		}
 		stored["new"] = true
@@ -234,7 +249,7 @@ func testIncrementalEvictionEquivalence(t *testing.T, v Variant, alg admit.Algor
 				key := "k" + strconv.Itoa(rapid.IntRange(0, 149).Draw(rt, "key"))
 				n := rapid.IntRange(-1, rule.Limit+1).Draw(rt, "n")
 				now := fake.Now()
-				exp := want.allow(key, now, n)
+				exp := want.Allow(key, now, n)
 				if got := lim.AllowN(key, n); got != exp {
 					rt.Fatalf("%s op %d: AllowN(t=%v, %q, %d) = %+v, want %+v (the eviction-free kernel)", rule, i, now, key, n, got, exp)
 				}
@@ -309,10 +324,10 @@ type call struct {
 
 // replay returns the eviction-free kernel's Decisions for calls on one key.
 func replay(rule admit.Rule, calls ...call) []admit.Decision {
-	o := newOracle(rule)
+	o := NewOracle(rule)
 	ds := make([]admit.Decision, len(calls))
 	for i, c := range calls {
-		ds[i] = o.allow("k", c.at, c.n)
+		ds[i] = o.Allow("k", c.at, c.n)
 	}
 	return ds
 }
@@ -427,7 +442,7 @@ func testEvictionHammer(t *testing.T, v Variant, alg admit.Algorithm) {
 	lim, err := v.New(rule, admit.WithClock(fake), admit.WithShards(1))
 	require.NoError(t, err)
 	store := lim.(storeLimiter)
-	want := newOracle(rule)
+	want := NewOracle(rule)
 	steps := []time.Duration{0, rule.Window / 3, rule.Window, horizon(rule) + time.Second}
 	evicted := 0
 	for p := range phases {
@@ -483,7 +498,7 @@ func testEvictionHammer(t *testing.T, v Variant, alg admit.Algorithm) {
 		evicted += <-sweeper
 		for k := range keys {
 			exp := 0
-			for want.allow("key-"+strconv.Itoa(k), now, 1).Allowed {
+			for want.Allow("key-"+strconv.Itoa(k), now, 1).Allowed {
 				exp++
 			}
 			assert.Equal(t, exp, got[k], "%v phase %d (t=%v): admitted for key-%d", rule, p, now, k)
