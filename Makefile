@@ -2,19 +2,27 @@
 
 GO ?= go
 
-.PHONY: all test vet unit stress stress-short demo fuzz bench lint bench-quick bench-instr bench-check
+.PHONY: all test vet unit redis stress stress-short demo fuzz bench lint bench-quick bench-instr bench-check
 
 all: test
 
 ## test: go vet, then every unit test under the race detector (what CI runs),
-## then every benchmark of bench/ once, so none can rot.
-test: vet unit stress-short bench-check
+## the Redis store's against a throwaway redis-server, then every benchmark of
+## bench/ once, so none can rot.
+test: vet unit redis stress-short bench-check
 
 vet:
 	$(GO) vet ./...
+	cd redisstore && $(GO) vet ./...
 
 unit:
 	$(GO) test -race -count=1 -timeout 10m $$($(GO) list ./... | grep -v '/stress$$')
+
+## redis: the Redis store's tests (redisstore/, its own module). Each test
+## starts its own redis-server on a free loopback port; without a redis-server
+## binary they are skipped, unless ADMIT_REQUIRE_REDIS is set (as in CI).
+redis:
+	cd redisstore && $(GO) test -race -count=1 -timeout 10m ./...
 
 ## stress-short: the stress harness in short mode (about 15 s on 2 cores).
 stress-short:
@@ -66,3 +74,4 @@ bench-check:
 lint: vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	GOARCH=386 $(GO) vet ./...
+	cd redisstore && GOARCH=386 $(GO) vet ./...

@@ -1,0 +1,21 @@
+// Package redisstore keeps admit's limiters in Redis, so that every process
+// using the same server shares one budget per key.
+//
+// Each decision is one round trip: one Lua script per algorithm (EVALSHA,
+// reloaded with EVAL when the server answers NOSCRIPT) reads the key's state,
+// decides exactly as the local kernels do, and writes the new state with a
+// time to live equal to its time until fresh (rounded up to the millisecond,
+// plus 100 ms): Redis memory is bounded by the keys active within their
+// window, and an expiry never forgets anything that could change a
+// decision. Time is the server's TIME, read inside the script, unless
+// [WithClock] passes one; keys are prefix{key}, a Redis Cluster hash tag.
+//
+// [Limiter.AllowN] tells the truth about the network: it returns an error
+// when Redis does not answer. [Keyed] adapts it to admit.KeyedLimiter with an
+// explicit [Policy]: fail closed, fail open or fall back to a local limiter,
+// with a per-call timeout.
+//
+// The scripts need Redis 5 or newer (they write after reading TIME, which
+// Redis 5 allows by replicating effects; they call no deprecated command,
+// such as redis.replicate_commands). See docs/redis.md for the costs.
+package redisstore

@@ -1,0 +1,229 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/evict"
+)
+
+// The exact domain of the scripts, whose numbers are Lua doubles: integers
+// are exact below 2^53, and these bounds keep every sum and product the
+// scripts form below it.
+const (
+	// MaxReading is the largest magnitude of a [WithClock] clock's reading:
+	// 2^51 ns, about 26 days from the clock's origin. [Limiter.AllowN]
+	// refuses readings beyond it with an error wrapping [ErrClockRange].
+	// Server time is counted in microseconds from 2020-01-01 and stays within
+	// the same bound until the year 2091.
+	MaxReading = 1 << 51
+
+	maxWindowUnits  = 1 << 51 // a rule's Window, in the script's units
+	maxProductUnits = 1 << 52 // Limit × Window, in units, for the token bucket and sliding counter
+)
+
+// ErrClockRange is wrapped by the error of a decision whose [WithClock]
+// reading lies beyond ±[MaxReading].
+var ErrClockRange = errors.New("redisstore: clock reading out of range")
+
+// DefaultPrefix is the prefix of every Redis key a [Limiter] writes, unless
+// [WithPrefix] says otherwise.
+const DefaultPrefix = "admit:"
+
+// Limiter is a keyed limiter for one rule whose state lives in Redis, shared
+// by every process that uses the same server, prefix and rule. Each decision
+// is one round trip: one Lua script that reads the key's state, decides as the
+// local kernels do, and writes the new state with a time to live. It is safe
+// for concurrent use.
+type Limiter struct {
+	client redis.Scripter
+	script *redis.Script
+	rule   admit.Rule
+	prefix string
+	clock  clock.Clock   // nil: the server's TIME
+	unit   time.Duration // nanoseconds per unit of the script's time
+
+	limitArg  int64
+	windowArg int64 // Window in units
+	perMs     int64 // units per millisecond
+	slackMs   int64
+	tag       string // algorithm and rule, stored with every state
+}
+
+// Option configures a [Limiter]. A bad option makes [New] return an error
+// wrapping [admit.ErrInvalidOption].
+type Option func(*config) error
+
+type config struct {
+	prefix string
+	clock  clock.Clock
+}
+
+// WithPrefix sets the prefix of the limiter's Redis keys (default
+// [DefaultPrefix]). A user key k is stored at prefix + "{" + k + "}": the
+// braces are a Redis Cluster hash tag, so each key's state sits in one slot
+// whatever the prefix. Limiters of different rules that share a Redis
+// database need different prefixes; a key written under another rule is
+// reported as an error, never misread. The prefix may not contain '{' or '}'.
+func WithPrefix(prefix string) Option {
+	return func(c *config) error {
+		if strings.ContainsAny(prefix, "{}") {
+			return fmt.Errorf("%w: WithPrefix(%q): a prefix may not contain '{' or '}', which would move the key's hash tag", admit.ErrInvalidOption, prefix)
+		}
+		c.prefix = prefix
+		return nil
+	}
+}
+
+// WithClock makes the limiter pass readings of c to Redis instead of reading
+// the server's TIME. Every process sharing the limiter's keys must then read
+// the same clock; it is meant for tests and simulations, which move a
+// [clock.Fake] between calls, and its readings must stay within
+// ±[MaxReading] (about 26 days from the clock's origin). Without it, time is
+// the server's, read inside the script: one clock for every client, however
+// skewed their own.
+func WithClock(c clock.Clock) Option {
+	return func(cfg *config) error {
+		if f, isFake := c.(*clock.Fake); c == nil || (isFake && f == nil) {
+			return fmt.Errorf("%w: redisstore.WithClock(nil); pass a clock.NewFake(), or leave time to the server", admit.ErrInvalidOption)
+		}
+		cfg.clock = c
+		return nil
+	}
+}
+
+// New returns a limiter for rule whose state lives in the Redis behind client
+// (a *redis.Client, *redis.ClusterClient, *redis.Ring or any other
+// redis.Scripter). It does not contact the server.
+//
+// Server time has a resolution of one microsecond, so without [WithClock]
+// the rule's Window must be a whole number of microseconds and at least
+// Limit microseconds, and decisions are those of the local kernels on a clock
+// that ticks in microseconds. Lua computes in doubles, so New refuses, with
+// an error wrapping [admit.ErrUnsupported], rules it could not decide
+// exactly: a Window over 2^51 units (26 days in nanoseconds with WithClock,
+// 71 years in microseconds), and for the token bucket and sliding counter a
+// Limit × Window over 2^52 units. With server time that last bound is 2.3%
+// short of admit's own (Limit × Window <= 2^62 ns): it allows 52,125 per day
+// where admit allows 53,375. With WithClock, counting nanoseconds, it allows
+// 1,000 per 75 minutes, or 1,000,000 per 4.5 seconds.
+func New(client redis.Scripter, rule admit.Rule, opts ...Option) (*Limiter, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: redisstore.New: the client is nil", admit.ErrInvalidOption)
+	}
+	if err := rule.Validate(); err != nil {
+		return nil, err
+	}
+	cfg := config{prefix: DefaultPrefix}
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: redisstore option %d is nil", admit.ErrInvalidOption, i)
+		}
+		if err := opt(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	l := &Limiter{
+		client: client,
+		script: scripts[rule.Algorithm],
+		rule:   rule,
+		prefix: cfg.prefix,
+		clock:  cfg.clock,
+		unit:   time.Nanosecond,
+	}
+	if l.clock == nil {
+		l.unit = time.Microsecond
+	}
+	if err := l.checkDomain(); err != nil {
+		return nil, err
+	}
+	l.limitArg = int64(rule.Limit)
+	l.windowArg = int64(rule.Window / l.unit)
+	l.perMs = int64(time.Millisecond / l.unit)
+	l.slackMs = int64(evict.Slack / time.Millisecond)
+	l.tag = fmt.Sprintf("%c%d/%d", "tfls"[rule.Algorithm-admit.TokenBucket], rule.Limit, l.windowArg)
+	return l, nil
+}
+
+func (l *Limiter) checkDomain() error {
+	r := l.rule
+	unitName := map[time.Duration]string{time.Nanosecond: "ns", time.Microsecond: "µs"}[l.unit]
+	if r.Window%l.unit != 0 {
+		return fmt.Errorf("%w: redisstore: rule %s: with server time (microseconds) the window must be a whole number of microseconds", admit.ErrUnsupported, r)
+	}
+	w := int64(r.Window / l.unit)
+	if w < int64(r.Limit) {
+		return fmt.Errorf("%w: redisstore: rule %s: with server time (microseconds) the window must be at least Limit microseconds", admit.ErrUnsupported, r)
+	}
+	if w > maxWindowUnits {
+		return fmt.Errorf("%w: redisstore: rule %s: a window over 2^51 %s is beyond what Redis's Lua computes exactly", admit.ErrUnsupported, r, unitName)
+	}
+	if r.Algorithm == admit.TokenBucket || r.Algorithm == admit.SlidingCounter {
+		if hi, lo := bits.Mul64(uint64(r.Limit), uint64(w)); hi != 0 || lo > maxProductUnits {
+			return fmt.Errorf("%w: redisstore: rule %s: Limit × Window over 2^52 %s is beyond what Redis's Lua computes exactly; use a fixed window or sliding log, or a shorter window", admit.ErrUnsupported, r, unitName)
+		}
+	}
+	return nil
+}
+
+// Rule returns the limiter's rule.
+func (l *Limiter) Rule() admit.Rule { return l.rule }
+
+// Key returns the Redis key that holds key's state.
+func (l *Limiter) Key(key string) string {
+	return l.prefix + "{" + key + "}"
+}
+
+// Allow is AllowN(ctx, key, 1).
+func (l *Limiter) Allow(ctx context.Context, key string) (admit.Decision, error) {
+	return l.AllowN(ctx, key, 1)
+}
+
+// AllowN decides whether n more requests from key may pass now, in one round
+// trip, and records them if so; its Decisions are those of the local
+// variants (see admit.KeyedLimiter). A request that can never pass (n < 0 or
+// n > Limit) is denied with RetryAfter admit.Never, and n == 0 is a probe
+// that changes nothing. When the server cannot be reached, or ctx ends first,
+// it returns the error and a zero Decision: what to do then is the caller's
+// choice, which [Keyed] makes by a [Policy].
+func (l *Limiter) AllowN(ctx context.Context, key string, n int) (admit.Decision, error) {
+	probe := n
+	if n < 0 || n > l.rule.Limit {
+		probe = 0 // the state's ResetAfter is still wanted
+	}
+	var now any = ""
+	if l.clock != nil {
+		t := l.clock.Now()
+		if t > MaxReading || t < -MaxReading {
+			return admit.Decision{}, fmt.Errorf("%w: %v is beyond ±2^51 ns of the clock's origin", ErrClockRange, t)
+		}
+		now = int64(t)
+	}
+	res, err := l.script.Run(ctx, l.client, []string{l.Key(key)},
+		now, probe, l.limitArg, l.windowArg, l.perMs, l.slackMs, l.tag).Int64Slice()
+	if err != nil {
+		return admit.Decision{}, fmt.Errorf("redisstore: %s, key %q: %w", l.rule, key, err)
+	}
+	if len(res) != 4 {
+		return admit.Decision{}, fmt.Errorf("redisstore: %s, key %q: the script replied %v, want 4 integers", l.rule, key, res)
+	}
+	d := admit.Decision{
+		Allowed:    res[0] == 1,
+		Limit:      l.rule.Limit,
+		Remaining:  int(res[1]),
+		RetryAfter: time.Duration(res[2]) * l.unit,
+		ResetAfter: time.Duration(res[3]) * l.unit,
+	}
+	if probe != n {
+		d.Allowed, d.Remaining, d.RetryAfter = false, 0, admit.Never
+	}
+	return d, nil
+}

@@ -1,0 +1,93 @@
+-- admit: shared head of every decision script (see redisstore/script.go).
+--
+-- KEYS[1]  the limiter key, prefix{key}
+-- ARGV[1]  the reading in units, or '' to read the server's TIME in µs
+-- ARGV[2]  n, 0 <= n <= limit (the client answers other n without a script)
+-- ARGV[3]  limit
+-- ARGV[4]  window, in units
+-- ARGV[5]  units per millisecond: 1000000 (ns) or 1000 (µs)
+-- ARGV[6]  extra milliseconds on every TTL
+-- ARGV[7]  tag naming the algorithm and rule, kept with the state
+--
+-- Lua numbers are doubles: every value here is an integer below 2^53 in
+-- magnitude, which the client guarantees by bounding readings (|t| <= 2^51
+-- units) and rules (window <= 2^51 units, limit x window <= 2^52 units), so
+-- all arithmetic below is exact. The reply is {allowed, remaining,
+-- retry-after, reset-after}, durations in units.
+local key = KEYS[1]
+local n = tonumber(ARGV[2])
+local limit = tonumber(ARGV[3])
+local window = tonumber(ARGV[4])
+local perMs = tonumber(ARGV[5])
+local slackMs = tonumber(ARGV[6])
+local tag = ARGV[7]
+
+local now
+if ARGV[1] == '' then
+  local t = redis.call('TIME')
+  -- microseconds since 2020-01-01T00:00:00Z: below 2^51 until the year 2091
+  now = (tonumber(t[1]) - 1577836800) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[1])
+end
+
+-- fdiv returns floor(a / b) for b > 0. For integers below 2^53 the rounded
+-- quotient never crosses an integer, so math.floor alone is exact; the
+-- remainder check keeps it exact should that argument ever be wrong.
+local function fdiv(a, b)
+  local q = math.floor(a / b)
+  local r = a - q * b
+  if r < 0 then
+    q = q - 1
+  elseif r >= b then
+    q = q + 1
+  end
+  return q
+end
+
+-- wait returns the non-negative wait from now until t.
+local function wait(t)
+  if t <= now then
+    return 0
+  end
+  return t - now
+end
+
+-- ttl returns the key's time to live, in milliseconds, for a state that is
+-- fresh (equivalent to a missing key) after the given wait in units: rounded
+-- up, plus the slack, so that Redis never expires a state before it is fresh.
+local function ttl(units)
+  return fdiv(units + perMs - 1, perMs) + slackMs
+end
+
+-- load returns the k numbers of the key's state, or nil for a missing key;
+-- a state written for another rule or algorithm is an error, not misread.
+local function load(k)
+  local s = redis.call('GET', key)
+  if not s then
+    return nil
+  end
+  local fields = {}
+  for f in string.gmatch(s, '%S+') do
+    fields[#fields + 1] = f
+  end
+  if fields[1] ~= tag or #fields ~= k + 1 then
+    error({err = 'ADMIT key ' .. key .. ' holds state of another rule (' .. tostring(fields[1]) ..
+      ', want ' .. tag .. '): give limiters of different rules different prefixes'})
+  end
+  local st = {}
+  for i = 1, k do
+    st[i] = tonumber(fields[i + 1])
+  end
+  return st
+end
+
+-- store writes the state's numbers with the key's time to live.
+local function store(ttlUnits, ...)
+  local parts = {tag}
+  for i, v in ipairs({...}) do
+    parts[i + 1] = string.format('%d', v)
+  end
+  redis.call('SET', key, table.concat(parts, ' '), 'PX', ttl(ttlUnits))
+end
+
