@@ -12,8 +12,8 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/conformance"
+	"github.com/admit-go/admit/internal/redistest"
 	"github.com/admit-go/admit/redisstore"
-	"github.com/admit-go/admit/redisstore/internal/redistest"
 )
 
 // newClient returns a client of srv that honours context deadlines, closed

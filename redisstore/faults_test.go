@@ -13,9 +13,9 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/redistest"
 	"github.com/admit-go/admit/locked"
 	"github.com/admit-go/admit/redisstore"
-	"github.com/admit-go/admit/redisstore/internal/redistest"
 )
 
 // errorLog records the errors a Policy's OnError is given.

@@ -51,11 +51,10 @@ type Limiter struct {
 	clock  clock.Clock   // nil: the server's TIME
 	unit   time.Duration // nanoseconds per unit of the script's time
 
-	limitArg  int64
-	windowArg int64 // Window in units
-	perMs     int64 // units per millisecond
-	slackMs   int64
-	tag       string // algorithm and rule, stored with every state
+	// The script's fixed arguments, boxed once: limit, Window in units,
+	// units per millisecond, TTL slack in ms, and the tag naming the
+	// algorithm and rule, stored with every state.
+	fixed [5]any
 }
 
 // Option configures a [Limiter]. A bad option makes [New] return an error
@@ -145,11 +144,14 @@ func New(client redis.Scripter, rule admit.Rule, opts ...Option) (*Limiter, erro
 	if err := l.checkDomain(); err != nil {
 		return nil, err
 	}
-	l.limitArg = int64(rule.Limit)
-	l.windowArg = int64(rule.Window / l.unit)
-	l.perMs = int64(time.Millisecond / l.unit)
-	l.slackMs = int64(evict.Slack / time.Millisecond)
-	l.tag = fmt.Sprintf("%c%d/%d", "tfls"[rule.Algorithm-admit.TokenBucket], rule.Limit, l.windowArg)
+	window := int64(rule.Window / l.unit)
+	l.fixed = [5]any{
+		int64(rule.Limit),
+		window,
+		int64(time.Millisecond / l.unit),
+		int64(evict.Slack / time.Millisecond),
+		fmt.Sprintf("%c%d/%d", "tfls"[rule.Algorithm-admit.TokenBucket], rule.Limit, window),
+	}
 	return l, nil
 }
 
@@ -207,8 +209,9 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int) (admit.Decision
 		}
 		now = int64(t)
 	}
+	f := &l.fixed
 	res, err := l.script.Run(ctx, l.client, []string{l.Key(key)},
-		now, probe, l.limitArg, l.windowArg, l.perMs, l.slackMs, l.tag).Int64Slice()
+		now, probe, f[0], f[1], f[2], f[3], f[4]).Int64Slice()
 	if err != nil {
 		return admit.Decision{}, fmt.Errorf("redisstore: %s, key %q: %w", l.rule, key, err)
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/conformance"
+	"github.com/admit-go/admit/internal/redistest"
 	"github.com/admit-go/admit/redisstore"
-	"github.com/admit-go/admit/redisstore/internal/redistest"
 )
 
 var algorithms = conformance.Algorithms

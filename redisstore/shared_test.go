@@ -19,8 +19,8 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/redistest"
 	"github.com/admit-go/admit/redisstore"
-	"github.com/admit-go/admit/redisstore/internal/redistest"
 )
 
 // hammer runs goroutines, each with its own client (its own connection) to

@@ -1,10 +1,13 @@
 -- Fixed window, as internal/kernel/fixedwindow.go. State: window index, count.
-local st = load(2)
+local st = state('^(%S+) (%S+) (%S+)$')
 local idx = fdiv(now, window)
 local count = 0
-if st and st[2] ~= 0 and idx <= st[1] then
-  -- a stale reading counts against the newer window already recorded
-  idx, count = st[1], st[2]
+if st then
+  local w, c = tonumber(st[2]), tonumber(st[3])
+  if c ~= 0 and idx <= w then
+    -- a stale reading counts against the newer window already recorded
+    idx, count = w, c
+  end
 end
 local finish = wait(idx * window + window)
 local reset = finish
@@ -17,6 +20,6 @@ end
 if n > 0 then
   count = count + n
   reset = finish
-  store(finish, idx, count)
+  redis.call('SET', key, string.format('%s %d %d', tag, idx, count), 'PX', ttl(finish))
 end
 return {1, limit - count, 0, reset}

@@ -60,34 +60,18 @@ local function ttl(units)
   return fdiv(units + perMs - 1, perMs) + slackMs
 end
 
--- load returns the k numbers of the key's state, or nil for a missing key;
--- a state written for another rule or algorithm is an error, not misread.
-local function load(k)
+-- state returns the fields of the key's string state, or nil for a missing
+-- key. pattern captures the tag first: a state written for another rule or
+-- algorithm is an error, never misread.
+local function state(pattern)
   local s = redis.call('GET', key)
   if not s then
     return nil
   end
-  local fields = {}
-  for f in string.gmatch(s, '%S+') do
-    fields[#fields + 1] = f
-  end
-  if fields[1] ~= tag or #fields ~= k + 1 then
-    error({err = 'ADMIT key ' .. key .. ' holds state of another rule (' .. tostring(fields[1]) ..
+  local fields = {string.match(s, pattern)}
+  if fields[1] ~= tag then
+    error({err = 'ADMIT key ' .. key .. ' holds state of another rule (' .. string.sub(s, 1, 40) ..
       ', want ' .. tag .. '): give limiters of different rules different prefixes'})
   end
-  local st = {}
-  for i = 1, k do
-    st[i] = tonumber(fields[i + 1])
-  end
-  return st
+  return fields
 end
-
--- store writes the state's numbers with the key's time to live.
-local function store(ttlUnits, ...)
-  local parts = {tag}
-  for i, v in ipairs({...}) do
-    parts[i + 1] = string.format('%d', v)
-  end
-  redis.call('SET', key, table.concat(parts, ' '), 'PX', ttl(ttlUnits))
-end
-

@@ -1,18 +1,20 @@
 -- Sliding-window counter, as internal/kernel/slidingcounter.go.
 -- State: current window index, previous and current counts.
-local st = load(3)
+local st = state('^(%S+) (%S+) (%S+) (%S+)$')
 local idx = fdiv(now, window)
 local elapsed = now - idx * window
 local prev, curr = 0, 0
-if st and (st[2] ~= 0 or st[3] ~= 0) then
-  local w = st[1]
-  if idx < w then
+if st then
+  local w, p, c = tonumber(st[2]), tonumber(st[3]), tonumber(st[4])
+  if p == 0 and c == 0 then
+    -- fresh
+  elseif idx < w then
     -- a stale reading counts as the start of the newer window
-    idx, elapsed, prev, curr = w, 0, st[2], st[3]
+    idx, elapsed, prev, curr = w, 0, p, c
   elseif idx == w then
-    prev, curr = st[2], st[3]
+    prev, curr = p, c
   elseif idx == w + 1 then
-    prev = st[3]
+    prev = c
   end
 end
 local start = idx * window
@@ -52,7 +54,7 @@ if n > 0 and not (curr + n <= limit and prev * (window - elapsed) <= (limit - cu
 end
 if n > 0 then
   curr = curr + n
-  store(untilIdle(), idx, prev, curr)
+  redis.call('SET', key, string.format('%s %d %d %d', tag, idx, prev, curr), 'PX', ttl(untilIdle()))
 end
 local room = fdiv(limit * window - prev * (window - elapsed), window)
 return {1, math.max(0, math.min(room - curr, limit)), 0, untilIdle()}

@@ -1,10 +1,10 @@
 -- Token bucket: GCRA in exact integers, as internal/kernel/tokenbucket.go.
 -- State: tat (whole units) and frac (of a unit, in 1/limit units).
 local capacity = limit * window
-local st = load(2)
+local st = state('^(%S+) (%S+) (%S+)$')
 local tat, frac, debt = nil, 0, 0
 if st then
-  tat, frac = st[1], st[2]
+  tat, frac = tonumber(st[2]), tonumber(st[3])
   if tat > now or (tat == now and frac ~= 0) then
     local ahead = tat - now
     if ahead > window then
@@ -59,5 +59,5 @@ end
 tat = tat + costWhole
 debt = debt + units
 local reset = untilFull()
-store(reset, tat, frac)
+redis.call('SET', key, string.format('%s %d %d', tag, tat, frac), 'PX', ttl(reset))
 return {1, fdiv(capacity - debt, window), 0, reset}
