@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: all test vet unit redis stress stress-short demo fuzz bench lint bench-quick bench-instr bench-check
+.PHONY: all test vet unit redis stress stress-short demo fuzz bench lint bench-quick bench-instr bench-check bench-redis
 
 all: test
 
@@ -63,6 +63,12 @@ bench-instr:
 	cd bench && $(GO) build -o $(BENCH_TMP)/admit-instr ./cmd/instr
 	cd bench && $(BENCH_TMP)/admit-instr measure -o results/instr.txt
 	cd bench && $(GO) run ./cmd/report -results results -docs ../docs
+
+## bench-redis: the Redis store against go-redis/redis_rate on a throwaway
+## local redis-server (about 2 minutes): bench/results/redis.txt and
+## bench/results/redis.benchstat.txt, quoted in docs/redis.md.
+bench-redis:
+	cd bench && ./redis.sh
 
 ## bench-check: vet bench/ and run each of its benchmarks once (-short keeps
 ## the 1,000,000-key setups out): part of make test.

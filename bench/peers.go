@@ -35,6 +35,7 @@ import (
 //	throttled              github.com/throttled/throttled/v2 GCRA over memstore (an RWMutex-guarded map, CAS emulated under the lock)
 //	ulule-limiter          github.com/ulule/limiter/v3 memory store Get (a fixed window: sync.Map of counters; it builds the prefixed key per call)
 //	httprate               github.com/go-chi/httprate RateLimiter.OnLimit with response headers off (a sliding counter over xxh3 hashes of keys, one mutex for all keys)
+//	redis_rate             github.com/go-redis/redis_rate/v10 Limiter.Allow (GCRA in a Lua script on Redis; BenchmarkRedis only)
 
 // Peer impl labels.
 const (
@@ -45,6 +46,7 @@ const (
 	Throttled = "throttled"
 	Ulule     = "ulule-limiter"
 	HTTPRate  = "httprate"
+	RedisRate = "redis_rate"
 )
 
 // Admit-mode parameters of the peers' token buckets: a token every
