@@ -115,7 +115,7 @@ func WithClock(c clock.Clock) Option {
 // where admit allows 53,375. With WithClock, counting nanoseconds, it allows
 // 1,000 per 75 minutes, or 1,000,000 per 4.5 seconds.
 func New(client redis.Scripter, rule admit.Rule, opts ...Option) (*Limiter, error) {
-	if client == nil {
+	if isNil(client) {
 		return nil, fmt.Errorf("%w: redisstore.New: the client is nil", admit.ErrInvalidOption)
 	}
 	if err := rule.Validate(); err != nil {
@@ -153,6 +153,22 @@ func New(client redis.Scripter, rule admit.Rule, opts ...Option) (*Limiter, erro
 		fmt.Sprintf("%c%d/%d", "tfls"[rule.Algorithm-admit.TokenBucket], rule.Limit, window),
 	}
 	return l, nil
+}
+
+// isNil reports whether c is nil, or a nil pointer of one of go-redis's
+// client types (which would otherwise fail only at the first call).
+func isNil(c redis.Scripter) bool {
+	switch c := c.(type) {
+	case nil:
+		return true
+	case *redis.Client:
+		return c == nil
+	case *redis.ClusterClient:
+		return c == nil
+	case *redis.Ring:
+		return c == nil
+	}
+	return false
 }
 
 func (l *Limiter) checkDomain() error {
@@ -197,21 +213,36 @@ func (l *Limiter) Allow(ctx context.Context, key string) (admit.Decision, error)
 // it returns the error and a zero Decision: what to do then is the caller's
 // choice, which [Keyed] makes by a [Policy].
 func (l *Limiter) AllowN(ctx context.Context, key string, n int) (admit.Decision, error) {
+	args, err := l.args(n)
+	if err != nil {
+		return admit.Decision{}, err
+	}
+	return l.decision(l.script.Run(ctx, l.client, []string{l.Key(key)}, args...), key, n)
+}
+
+// args returns the script's arguments for a request of n at the current
+// reading (a request that can never pass is sent as a probe, n = 0, for
+// the state's ResetAfter).
+func (l *Limiter) args(n int) ([]any, error) {
 	probe := n
 	if n < 0 || n > l.rule.Limit {
-		probe = 0 // the state's ResetAfter is still wanted
+		probe = 0
 	}
 	var now any = ""
 	if l.clock != nil {
 		t := l.clock.Now()
 		if t > MaxReading || t < -MaxReading {
-			return admit.Decision{}, fmt.Errorf("%w: %v is beyond ±2^51 ns of the clock's origin", ErrClockRange, t)
+			return nil, fmt.Errorf("%w: %v is beyond ±2^51 ns of the clock's origin", ErrClockRange, t)
 		}
 		now = int64(t)
 	}
 	f := &l.fixed
-	res, err := l.script.Run(ctx, l.client, []string{l.Key(key)},
-		now, probe, f[0], f[1], f[2], f[3], f[4]).Int64Slice()
+	return []any{now, probe, f[0], f[1], f[2], f[3], f[4]}, nil
+}
+
+// decision decodes the script's reply to a request of n.
+func (l *Limiter) decision(cmd *redis.Cmd, key string, n int) (admit.Decision, error) {
+	res, err := cmd.Int64Slice()
 	if err != nil {
 		return admit.Decision{}, fmt.Errorf("redisstore: %s, key %q: %w", l.rule, key, err)
 	}
@@ -225,7 +256,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int) (admit.Decision
 		RetryAfter: time.Duration(res[2]) * l.unit,
 		ResetAfter: time.Duration(res[3]) * l.unit,
 	}
-	if probe != n {
+	if n < 0 || n > l.rule.Limit {
 		d.Allowed, d.Remaining, d.RetryAfter = false, 0, admit.Never
 	}
 	return d, nil

@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"sync/atomic"
@@ -28,6 +29,8 @@ func TestNewRefusesBadInput(t *testing.T) {
 	good := admit.Rule{Algorithm: admit.TokenBucket, Limit: 5, Window: 10 * time.Second}
 
 	_, err := redisstore.New(nil, good)
+	assert.ErrorIs(t, err, admit.ErrInvalidOption)
+	_, err = redisstore.New((*redis.Client)(nil), good)
 	assert.ErrorIs(t, err, admit.ErrInvalidOption)
 	_, err = redisstore.New(c, admit.Rule{Algorithm: admit.TokenBucket, Limit: 0, Window: time.Second})
 	assert.ErrorIs(t, err, admit.ErrInvalidRule)
@@ -117,19 +120,30 @@ func (s *stubLimiter) AllowN(string, int) admit.Decision {
 	return admit.Decision{Allowed: true, Limit: 1, Remaining: 1}
 }
 
-// countingHook counts the commands a client sends.
+// countingHook counts the round trips a client makes to run scripts: one
+// per EVAL or EVALSHA command, one per pipeline of them (not the HELLO and
+// CLIENT SETINFO of a new connection).
 type countingHook struct{ cmds atomic.Int64 }
+
+func isScript(cmd redis.Cmder) bool {
+	name := cmd.Name()
+	return name == "evalsha" || name == "eval"
+}
 
 func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.cmds.Add(1)
+		if isScript(cmd) {
+			h.cmds.Add(1)
+		}
 		return next(ctx, cmd)
 	}
 }
 func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.cmds.Add(int64(len(cmds)))
+		if len(cmds) > 0 && isScript(cmds[0]) {
+			h.cmds.Add(1)
+		}
 		return next(ctx, cmds)
 	}
 }
@@ -416,5 +430,33 @@ func TestExpiryIsLossless(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestMemoryPerKey reports what one key's state costs Redis (MEMORY USAGE,
+// with a 12-byte key and the default prefix), and holds the string states
+// to a bound: go test -run TestMemoryPerKey -v ./redisstore.
+func TestMemoryPerKey(t *testing.T) {
+	c := newClient(t, redistest.Start(t))
+	ctx := context.Background()
+	fake := clock.NewFake()
+	fake.Set(time.Hour)
+	for _, alg := range algorithms {
+		rule := admit.Rule{Algorithm: alg, Limit: 1000, Window: time.Minute}
+		l, err := redisstore.New(c, rule, redisstore.WithClock(fake), redisstore.WithPrefix("mem-"+alg.String()+":"))
+		require.NoError(t, err)
+		for _, n := range []int{1, 100} {
+			key := fmt.Sprintf("user:%07d", n)
+			for range n {
+				_, err := l.Allow(ctx, key)
+				require.NoError(t, err)
+			}
+			bytes, err := c.MemoryUsage(ctx, l.Key(key)).Result()
+			require.NoError(t, err)
+			t.Logf("%v, %d admitted: %d bytes", rule, n, bytes)
+			if alg != admit.SlidingLog {
+				assert.LessOrEqual(t, bytes, int64(160), "%v: bytes per key", rule)
+			}
+		}
 	}
 }

@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,12 +24,18 @@ import (
 	"github.com/admit-go/admit/redisstore"
 )
 
+// allower is what hammer drives: a *redisstore.Limiter, or the broken
+// limiter that proves hammer can catch over-admission.
+type allower interface {
+	AllowN(ctx context.Context, key string, n int) (admit.Decision, error)
+}
+
 // hammer runs goroutines, each with its own client (its own connection) to
 // addr and its own limiter built by newLim, asking for weights 1 to 3 far
 // beyond the limit, and returns the weight admitted in all.
 // Each client pings before the start, and ready, if not nil, is called once
 // all are connected.
-func hammer(t testing.TB, addr string, goroutines int, newLim func(redis.Scripter) (*redisstore.Limiter, error), ready func()) int {
+func hammer[L allower](t testing.TB, addr string, goroutines int, newLim func(*redis.Client) (L, error), ready func()) int {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -81,12 +88,12 @@ func TestSharedBudget(t *testing.T) {
 			fake.Set(time.Hour)
 			frozenRule := admit.Rule{Algorithm: alg, Limit: limit, Window: time.Hour} // nanoseconds: a day is beyond 2^52 / 200
 			frozen := freshPrefix("frozen")
-			got := hammer(t, srv.Addr, 8, func(c redis.Scripter) (*redisstore.Limiter, error) {
+			got := hammer(t, srv.Addr, 8, func(c *redis.Client) (*redisstore.Limiter, error) {
 				return redisstore.New(c, frozenRule, redisstore.WithClock(fake), frozen)
 			}, nil)
 			assert.Equal(t, limit, got, "fake clock, 8 connections")
 			server := freshPrefix("server")
-			got = hammer(t, srv.Addr, 8, func(c redis.Scripter) (*redisstore.Limiter, error) {
+			got = hammer(t, srv.Addr, 8, func(c *redis.Client) (*redisstore.Limiter, error) {
 				return redisstore.New(c, rule, server)
 			}, nil)
 			assert.Equal(t, limit, got, "server time, 8 connections")
@@ -94,60 +101,100 @@ func TestSharedBudget(t *testing.T) {
 	}
 }
 
+// racyWindow is a deliberately broken fixed window: it reads the count and
+// writes it back in two round trips, as limiters without a script must, so
+// clients that read the same count both pass.
+type racyWindow struct {
+	c     *redis.Client
+	limit int
+	key   string
+}
+
+func (r racyWindow) AllowN(ctx context.Context, _ string, n int) (admit.Decision, error) {
+	count, err := r.c.Get(ctx, r.key).Int()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return admit.Decision{}, err
+	}
+	if count+n > r.limit {
+		return admit.Decision{Limit: r.limit, RetryAfter: time.Hour}, nil
+	}
+	return admit.Decision{Allowed: true, Limit: r.limit}, r.c.Set(ctx, r.key, count+n, 0).Err()
+}
+
+// TestSharedBudgetCatchesRacyLimiter: the workload of TestSharedBudget is
+// concurrent enough to catch a limiter that is not atomic across clients.
+func TestSharedBudgetCatchesRacyLimiter(t *testing.T) {
+	srv := redistest.Start(t)
+	const limit, trials = 200, 5
+	for trial := range trials {
+		got := hammer(t, srv.Addr, 8, func(c *redis.Client) (racyWindow, error) {
+			return racyWindow{c, limit, "racy-" + strconv.Itoa(trial)}, nil
+		}, nil)
+		if got > limit {
+			t.Logf("trial %d: the racy limiter admitted %d of a limit of %d: caught", trial, got, limit)
+			return
+		}
+	}
+	t.Fatalf("the racy limiter was never caught over-admitting in %d trials", trials)
+}
+
 // TestSharedBudgetTwoProcesses: two processes, each with four connections,
-// share one limit through the server's time. Both connect, say so, and start
-// together when told.
+// share one limit, on server time (a window of a day) or on fake clocks
+// frozen at the same reading. Both connect, say so, and start together when
+// told.
 func TestSharedBudgetTwoProcesses(t *testing.T) {
 	srv := redistest.Start(t)
 	const limit = 300
 	for _, alg := range algorithms {
-		t.Run("algo="+alg.String(), func(t *testing.T) {
-			prefix := fmt.Sprintf("procs-%s:", alg)
-			type proc struct {
-				cmd   *exec.Cmd
-				go_   io.WriteCloser
-				lines *bufio.Scanner
-			}
-			var procs []proc
-			for range 2 {
-				cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-				cmd.Env = append(os.Environ(), "ADMIT_REDIS_HELPER="+strings.Join([]string{srv.Addr, prefix, alg.String(), strconv.Itoa(limit)}, ","))
-				cmd.Stderr = os.Stderr
-				stdin, err := cmd.StdinPipe()
-				require.NoError(t, err)
-				stdout, err := cmd.StdoutPipe()
-				require.NoError(t, err)
-				require.NoError(t, cmd.Start())
-				procs = append(procs, proc{cmd, stdin, bufio.NewScanner(stdout)})
-			}
-			// readLine returns the process's next line that starts with prefix.
-			readLine := func(p proc, prefix string) string {
-				for p.lines.Scan() {
-					if line := p.lines.Text(); strings.HasPrefix(line, prefix) {
-						return strings.TrimPrefix(line, prefix)
+		for _, timing := range []string{"server", "frozen"} {
+			t.Run("algo="+alg.String()+"/time="+timing, func(t *testing.T) {
+				prefix := fmt.Sprintf("procs-%s-%s:", alg, timing)
+				type proc struct {
+					cmd   *exec.Cmd
+					go_   io.WriteCloser
+					lines *bufio.Scanner
+				}
+				var procs []proc
+				for range 2 {
+					cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+					cmd.Env = append(os.Environ(), "ADMIT_REDIS_HELPER="+strings.Join([]string{srv.Addr, prefix, alg.String(), strconv.Itoa(limit), timing}, ","))
+					cmd.Stderr = os.Stderr
+					stdin, err := cmd.StdinPipe()
+					require.NoError(t, err)
+					stdout, err := cmd.StdoutPipe()
+					require.NoError(t, err)
+					require.NoError(t, cmd.Start())
+					procs = append(procs, proc{cmd, stdin, bufio.NewScanner(stdout)})
+				}
+				// readLine returns the process's next line that starts with prefix.
+				readLine := func(p proc, prefix string) string {
+					for p.lines.Scan() {
+						if line := p.lines.Text(); strings.HasPrefix(line, prefix) {
+							return strings.TrimPrefix(line, prefix)
+						}
 					}
+					t.Fatalf("a helper process ended before printing %q", prefix)
+					return ""
 				}
-				t.Fatalf("a helper process ended before printing %q", prefix)
-				return ""
-			}
-			for _, p := range procs {
-				readLine(p, "ready")
-			}
-			for _, p := range procs {
-				_, err := io.WriteString(p.go_, "go\n")
-				require.NoError(t, err)
-			}
-			total := 0
-			for i, p := range procs {
-				n, err := strconv.Atoi(readLine(p, "admitted="))
-				require.NoError(t, err)
-				for p.lines.Scan() { // drain, so that Wait may close the pipe
+				for _, p := range procs {
+					readLine(p, "ready")
 				}
-				require.NoError(t, p.cmd.Wait(), "process %d", i)
-				total += n
-			}
-			assert.Equal(t, limit, total, "admitted by two processes")
-		})
+				for _, p := range procs {
+					_, err := io.WriteString(p.go_, "go\n")
+					require.NoError(t, err)
+				}
+				total := 0
+				for i, p := range procs {
+					n, err := strconv.Atoi(readLine(p, "admitted="))
+					require.NoError(t, err)
+					for p.lines.Scan() { // drain, so that Wait may close the pipe
+					}
+					require.NoError(t, p.cmd.Wait(), "process %d", i)
+					total += n
+				}
+				assert.Equal(t, limit, total, "admitted by two processes")
+			})
+		}
 	}
 }
 
@@ -159,14 +206,23 @@ func TestHelperProcess(t *testing.T) {
 		t.Skip("run by TestSharedBudgetTwoProcesses")
 	}
 	parts := strings.Split(spec, ",")
-	require.Len(t, parts, 4)
+	require.Len(t, parts, 5)
 	alg, err := admit.ParseAlgorithm(parts[2])
 	require.NoError(t, err)
 	limit, err := strconv.Atoi(parts[3])
 	require.NoError(t, err)
 	rule := admit.Rule{Algorithm: alg, Limit: limit, Window: 24 * time.Hour}
-	got := hammer(t, parts[0], 4, func(c redis.Scripter) (*redisstore.Limiter, error) {
-		return redisstore.New(c, rule, redisstore.WithPrefix(parts[1]))
+	opts := []redisstore.Option{redisstore.WithPrefix(parts[1])}
+	if parts[4] == "frozen" {
+		// Both processes read the same frozen instant; nanoseconds need a
+		// window under 2^52 / limit.
+		fake := clock.NewFake()
+		fake.Set(time.Hour)
+		rule.Window = time.Hour
+		opts = append(opts, redisstore.WithClock(fake))
+	}
+	got := hammer(t, parts[0], 4, func(c *redis.Client) (*redisstore.Limiter, error) {
+		return redisstore.New(c, rule, opts...)
 	}, func() {
 		fmt.Println("ready")
 		_, err := bufio.NewReader(os.Stdin).ReadString('\n')

@@ -1,9 +1,11 @@
 -- Fixed window, as internal/kernel/fixedwindow.go. State: window index, count.
-local st = state('^(%S+) (%S+) (%S+)$')
+local s = redis.call('GET', key)
 local idx = fdiv(now, window)
 local count = 0
-if st then
-  local w, c = tonumber(st[2]), tonumber(st[3])
+if s then
+  local t, a, b = string.match(s, '^(%S+) (%S+) (%S+)$')
+  check(s, t)
+  local w, c = tonumber(a), tonumber(b)
   if c ~= 0 and idx <= w then
     -- a stale reading counts against the newer window already recorded
     idx, count = w, c

@@ -60,18 +60,11 @@ local function ttl(units)
   return fdiv(units + perMs - 1, perMs) + slackMs
 end
 
--- state returns the fields of the key's string state, or nil for a missing
--- key. pattern captures the tag first: a state written for another rule or
--- algorithm is an error, never misread.
-local function state(pattern)
-  local s = redis.call('GET', key)
-  if not s then
-    return nil
-  end
-  local fields = {string.match(s, pattern)}
-  if fields[1] ~= tag then
+-- check raises an error unless found, the tag of the key's state s, is this
+-- limiter's: a state written for another rule or algorithm is never misread.
+local function check(s, found)
+  if found ~= tag then
     error({err = 'ADMIT key ' .. key .. ' holds state of another rule (' .. string.sub(s, 1, 40) ..
       ', want ' .. tag .. '): give limiters of different rules different prefixes'})
   end
-  return fields
 end

@@ -1,14 +1,17 @@
 -- Sliding-window counter, as internal/kernel/slidingcounter.go.
 -- State: current window index, previous and current counts.
-local st = state('^(%S+) (%S+) (%S+) (%S+)$')
+local s = redis.call('GET', key)
 local idx = fdiv(now, window)
 local elapsed = now - idx * window
 local prev, curr = 0, 0
-if st then
-  local w, p, c = tonumber(st[2]), tonumber(st[3]), tonumber(st[4])
-  if p == 0 and c == 0 then
-    -- fresh
-  elseif idx < w then
+local w, p, c = 0, 0, 0
+if s then
+  local t, a, b, d = string.match(s, '^(%S+) (%S+) (%S+) (%S+)$')
+  check(s, t)
+  w, p, c = tonumber(a), tonumber(b), tonumber(d)
+end
+if p ~= 0 or c ~= 0 then -- otherwise fresh: both counts stay 0
+  if idx < w then
     -- a stale reading counts as the start of the newer window
     idx, elapsed, prev, curr = w, 0, p, c
   elseif idx == w then

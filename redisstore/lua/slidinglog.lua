@@ -3,10 +3,7 @@
 local size = redis.call('LLEN', key)
 if size > 0 then
   local first = redis.call('LINDEX', key, 0)
-  if first ~= tag then
-    error({err = 'ADMIT key ' .. key .. ' holds state of another rule (' .. tostring(first) ..
-      ', want ' .. tag .. '): give limiters of different rules different prefixes'})
-  end
+  check(tostring(first), first)
   size = size - 1
 end
 local function at(i) -- the i-th oldest time, from 0
@@ -44,8 +41,10 @@ if live + n > limit then
   return {0, 0, wait(at(dead + live + n - limit - 1) + window), untilEmpty()}
 end
 if n > 0 then
-  if size == 0 or dead == size then
-    redis.call('DEL', key)
+  if dead == size then -- nothing live: start the list again
+    if size > 0 then
+      redis.call('DEL', key)
+    end
     redis.call('RPUSH', key, tag)
   elseif dead > 0 then
     redis.call('LTRIM', key, dead, -1) -- the last expired entry becomes the tag

@@ -1,10 +1,12 @@
 -- Token bucket: GCRA in exact integers, as internal/kernel/tokenbucket.go.
 -- State: tat (whole units) and frac (of a unit, in 1/limit units).
 local capacity = limit * window
-local st = state('^(%S+) (%S+) (%S+)$')
+local s = redis.call('GET', key)
 local tat, frac, debt = nil, 0, 0
-if st then
-  tat, frac = tonumber(st[2]), tonumber(st[3])
+if s then
+  local t, a, b = string.match(s, '^(%S+) (%S+) (%S+)$')
+  check(s, t)
+  tat, frac = tonumber(a), tonumber(b)
   if tat > now or (tat == now and frac ~= 0) then
     local ahead = tat - now
     if ahead > window then

@@ -1,0 +1,101 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/admit-go/admit"
+)
+
+// Call is one decision of a batch: what to ask (Limiter, Key, N) and, once
+// [AllowBatch] returns, the answer (Decision, or Err as AllowN would have
+// returned it).
+type Call struct {
+	Limiter *Limiter
+	Key     string
+	N       int
+
+	Decision admit.Decision
+	Err      error
+}
+
+// pipeliner is a client that can pipeline: *redis.Client,
+// *redis.ClusterClient, *redis.Ring.
+type pipeliner interface {
+	Pipeline() redis.Pipeliner
+}
+
+// AllowBatch decides every call in one round trip: their scripts are sent
+// together in a pipeline, and the server runs them one after another, in
+// order, exactly as that sequence of AllowN calls would have been decided.
+// Each call is decided on its own: a denied call does not undo another's
+// admission. It pays where one request must pass several limits (per user,
+// per API, per address) or one caller decides for many keys: n decisions
+// cost about one round trip instead of n (see docs/redis.md).
+//
+// Every call's Limiter must use the same client, one that can pipeline (a
+// *redis.Client, *redis.ClusterClient or *redis.Ring); otherwise AllowBatch
+// decides nothing and returns an error wrapping admit.ErrInvalidOption. A
+// call's own failure (the network, ctx, a clock reading out of range) is in
+// its Err; when the server has lost the scripts, the calls that met
+// NOSCRIPT are sent again with EVAL, in order, in a second round trip.
+func AllowBatch(ctx context.Context, calls []Call) error {
+	if len(calls) == 0 {
+		return nil
+	}
+	first := calls[0].Limiter
+	for i := range calls {
+		if l := calls[i].Limiter; l == nil || l.client != first.client {
+			return fmt.Errorf("%w: redisstore.AllowBatch: call %d's Limiter is nil or uses another client than call 0's", admit.ErrInvalidOption, i)
+		}
+	}
+	client, ok := first.client.(pipeliner)
+	if !ok {
+		return fmt.Errorf("%w: redisstore.AllowBatch: the client, a %T, cannot pipeline", admit.ErrInvalidOption, first.client)
+	}
+
+	cmds := make([]*redis.Cmd, len(calls))
+	args := make([][]any, len(calls))
+	send := func(eval bool, which []int) {
+		pipe := client.Pipeline()
+		for _, i := range which {
+			c := &calls[i]
+			keys := []string{c.Limiter.Key(c.Key)}
+			if eval {
+				cmds[i] = c.Limiter.script.Eval(ctx, pipe, keys, args[i]...)
+			} else {
+				cmds[i] = c.Limiter.script.EvalSha(ctx, pipe, keys, args[i]...)
+			}
+		}
+		_, _ = pipe.Exec(ctx) // each command carries its own error
+	}
+
+	all := make([]int, 0, len(calls))
+	for i := range calls {
+		c := &calls[i]
+		c.Decision, c.Err = admit.Decision{}, nil
+		if args[i], c.Err = c.Limiter.args(c.N); c.Err == nil {
+			all = append(all, i)
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	send(false, all)
+	var lost []int
+	for _, i := range all {
+		if redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
+			lost = append(lost, i)
+		}
+	}
+	if len(lost) > 0 {
+		send(true, lost)
+	}
+	for _, i := range all {
+		c := &calls[i]
+		c.Decision, c.Err = c.Limiter.decision(cmds[i], c.Key, c.N)
+	}
+	return nil
+}
