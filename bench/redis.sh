@@ -38,12 +38,12 @@ mv "$tmp" "$raw"
 trap - EXIT
 
 {
-	for metric in sec/op allocs/op roundtrips/op rediscmds/op; do
+	for metric in sec/op allocs/op roundtrips/op rediscmds/op redis-ns/op; do
 		echo "## $metric: admit vs redis_rate, token bucket (base: redis_rate)"
 		echo
-		echo "\$ go tool benchstat -filter '/algo:token-bucket .unit:$metric' -row /conc -col '/impl@(redis_rate admit admit-keyed)' $raw"
+		echo "\$ go tool benchstat -filter '/algo:token-bucket .unit:$metric' -row /conc -col '/impl@(redis_rate admit admit-keyed admit-batch10)' $raw"
 		echo
-		"${GO:-go}" tool benchstat -filter "/algo:token-bucket .unit:$metric" -row /conc -col '/impl@(redis_rate admit admit-keyed)' "$raw" | grep -vE '^(goos|goarch|pkg|cpu|go-version|cpu-model|cores): '
+		"${GO:-go}" tool benchstat -filter "/algo:token-bucket .unit:$metric" -row /conc -col '/impl@(redis_rate admit admit-keyed admit-batch10)' "$raw" | grep -vE '^(goos|goarch|pkg|cpu|go-version|cpu-model|cores): '
 		echo
 	done
 	echo "## sec/op: admit's four algorithms (base: token bucket)"

@@ -25,6 +25,9 @@ import (
 //   - impl=admit-keyed: the same behind redisstore.Keyed (fail-closed, a
 //     per-call timeout of one second), the admit.KeyedLimiter a middleware
 //     uses: it adds a context with a deadline per call.
+//   - impl=admit-batch10: the same decisions ten at a time, with
+//     redisstore.AllowBatch (one pipeline of ten scripts); ns/op is still
+//     per decision.
 //   - impl=redis_rate: github.com/go-redis/redis_rate/v10, GCRA, on the same
 //     server and client (token bucket only: it has no other algorithm).
 //
@@ -56,6 +59,9 @@ func BenchmarkRedis(b *testing.B) {
 		name  string
 		algo  admit.Algorithm
 		allow func(key string) bool
+		// batch, if not nil, decides keys in one AllowBatch instead, and
+		// returns how many were admitted.
+		batch func(keys []string) int
 	}
 	var impls []impl
 	for _, alg := range []admit.Algorithm{admit.TokenBucket, admit.FixedWindow, admit.SlidingLog, admit.SlidingCounter} {
@@ -73,14 +79,33 @@ func BenchmarkRedis(b *testing.B) {
 				b.Fatal(err)
 			}
 			return d.Allowed
-		}})
+		}, nil})
 		if alg == admit.TokenBucket {
 			k, err := redisstore.NewKeyed(l, redisstore.Policy{Mode: redisstore.FailClosed, Timeout: time.Second,
 				OnError: func(key string, err error) { b.Error(err) }})
 			if err != nil {
 				b.Fatal(err)
 			}
-			impls = append(impls, impl{"admit-keyed", alg, func(key string) bool { return k.Allow(key).Allowed }})
+			impls = append(impls, impl{"admit-keyed", alg, func(key string) bool { return k.Allow(key).Allowed }, nil})
+			impls = append(impls, impl{"admit-batch10", alg, nil, func(keys []string) int {
+				calls := make([]redisstore.Call, len(keys))
+				for i, key := range keys {
+					calls[i] = redisstore.Call{Limiter: l, Key: key, N: 1}
+				}
+				if err := redisstore.AllowBatch(ctx, calls); err != nil {
+					b.Fatal(err)
+				}
+				admitted := 0
+				for _, c := range calls {
+					if c.Err != nil {
+						b.Fatal(c.Err)
+					}
+					if c.Decision.Allowed {
+						admitted++
+					}
+				}
+				return admitted
+			}})
 			rr := redis_rate.NewLimiter(client)
 			rrLimit := redis_rate.Limit{Rate: limit, Burst: limit, Period: window}
 			impls = append(impls, impl{RedisRate, alg, func(key string) bool {
@@ -89,15 +114,19 @@ func BenchmarkRedis(b *testing.B) {
 					b.Fatal(err)
 				}
 				return res.Allowed == 1
-			}})
+			}, nil})
 		}
 	}
 
 	for _, conc := range []string{"serial", "parallel"} {
 		for _, im := range impls {
 			b.Run(fmt.Sprintf("algo=%s/keys=%d/conc=%s/impl=%s", im.algo, keys, conc, im.name), func(b *testing.B) {
+				allow := im.allow
+				if im.batch != nil {
+					allow = func(key string) bool { return im.batch([]string{key}) == 1 }
+				}
 				for _, k := range names[:10] { // load the script before the clock starts
-					im.allow(k)
+					allow(k)
 				}
 				if err := client.ConfigResetStat(ctx).Err(); err != nil {
 					b.Fatal(err)
@@ -106,7 +135,37 @@ func BenchmarkRedis(b *testing.B) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				var admitted int64
-				if conc == "serial" {
+				switch {
+				case im.batch != nil:
+					// b.N decisions, ten to a batch, from one goroutine or many.
+					run := func(next func() bool, start int) int64 {
+						var n int64
+						batch := make([]string, 0, 10)
+						for i := start; next(); i++ {
+							batch = append(batch, names[i%keys])
+							if len(batch) == cap(batch) {
+								n += int64(im.batch(batch))
+								batch = batch[:0]
+							}
+						}
+						if len(batch) > 0 {
+							n += int64(im.batch(batch))
+						}
+						return n
+					}
+					if conc == "serial" {
+						left := b.N
+						admitted = run(func() bool { left--; return left >= 0 }, 0)
+					} else {
+						b.SetParallelism(4)
+						var total satomic.Int64
+						var seq satomic.Int64
+						b.RunParallel(func(pb *testing.PB) {
+							total.Add(run(pb.Next, int(seq.Add(100))))
+						})
+						admitted = total.Load()
+					}
+				case conc == "serial":
 					i := 0
 					for range b.N {
 						if im.allow(names[i%keys]) {
@@ -114,7 +173,7 @@ func BenchmarkRedis(b *testing.B) {
 						}
 						i++
 					}
-				} else {
+				default:
 					b.SetParallelism(4)
 					var total satomic.Int64
 					b.RunParallel(func(pb *testing.PB) {
