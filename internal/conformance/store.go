@@ -72,16 +72,24 @@ func horizon(rule admit.Rule) time.Duration {
 // limiter it builds) are harmless everywhere.
 func testStoreOptions(t *testing.T, v Variant) {
 	good := admit.Rule{Algorithm: admit.TokenBucket, Limit: 5, Window: 10 * time.Second}
-	if v.Remote {
+	// storeless checks that build, the constructor called ctor, refuses each
+	// store option with ErrUnsupported, naming it.
+	storeless := func(ctor, why string, build func(admit.Rule, ...admit.Option) error) {
 		for name, opt := range map[string]admit.Option{
 			"WithShards":     admit.WithShards(4),
 			"WithMaxKeys":    admit.WithMaxKeys(10),
 			"WithHashedKeys": admit.WithHashedKeys(),
 		} {
-			_, err := v.New(good, opt)
-			assert.ErrorIs(t, err, admit.ErrUnsupported, "New(%s): a remote variant has no local store", name)
+			err := build(good, opt)
+			assert.ErrorIs(t, err, admit.ErrUnsupported, "%s(%s): %s", ctor, name, why)
 			assert.ErrorContains(t, err, name)
 		}
+	}
+	if v.Remote {
+		storeless("New", "a remote variant has no local store", func(r admit.Rule, opts ...admit.Option) error {
+			_, err := v.New(r, opts...)
+			return err
+		})
 		lim, err := v.New(good, admit.WithClock(clock.NewFake()), admit.WithFactory(v.New))
 		require.NoError(t, err, "New(WithClock, WithFactory)")
 		assert.True(t, lim.Allow("a").Allowed)
@@ -107,15 +115,10 @@ func testStoreOptions(t *testing.T, v Variant) {
 	}
 	_, err = v.NewLimiter(good, admit.WithClock(clock.NewFake()), admit.WithFactory(v.New))
 	assert.NoError(t, err, "NewLimiter(WithClock, WithFactory)")
-	for name, opt := range map[string]admit.Option{
-		"WithShards":     admit.WithShards(4),
-		"WithMaxKeys":    admit.WithMaxKeys(10),
-		"WithHashedKeys": admit.WithHashedKeys(),
-	} {
-		_, err := v.NewLimiter(good, opt)
-		assert.ErrorIs(t, err, admit.ErrUnsupported, "NewLimiter(%s): a single-key limiter has no store", name)
-		assert.ErrorContains(t, err, name)
-	}
+	storeless("NewLimiter", "a single-key limiter has no store", func(r admit.Rule, opts ...admit.Option) error {
+		_, err := v.NewLimiter(r, opts...)
+		return err
+	})
 }
 
 // testEvictionEquivalence drives the variant, with evictions forced at legal
