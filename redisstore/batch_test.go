@@ -24,6 +24,12 @@ func TestAllowBatchIsSequential(t *testing.T) {
 	c := newClient(t, redistest.Start(t))
 	hook := new(countingHook)
 	c.AddHook(hook)
+	checkBatchIsSequential(t, c, hook, 1)
+}
+
+// checkBatchIsSequential runs batches through c and requires the kernels'
+// Decisions, each batch costing at most trips pipelines (one per node).
+func checkBatchIsSequential(t *testing.T, c redis.Scripter, hook *countingHook, trips int64) {
 	ctx := context.Background()
 	rapid.Check(t, func(rt *rapid.T) {
 		fake := clock.NewFake()
@@ -48,7 +54,7 @@ func TestAllowBatchIsSequential(t *testing.T) {
 			}
 			hook.cmds.Store(0)
 			require.NoError(rt, redisstore.AllowBatch(ctx, calls))
-			require.Equal(rt, int64(1), hook.cmds.Load(), "one pipeline per batch")
+			require.LessOrEqual(rt, hook.cmds.Load(), trips, "pipelines per batch")
 			for i, call := range calls {
 				require.NoError(rt, call.Err)
 				j := 0

@@ -38,7 +38,10 @@ func freshPrefix(name string) redisstore.Option {
 // redisstore.WithClock, WithFactory is ignored and the keyed-store options,
 // which have no meaning for a Redis store, are refused.
 func TestConformance(t *testing.T) {
-	client := newClient(t, redistest.Start(t))
+	runConformance(t, newClient(t, redistest.Start(t)))
+}
+
+func runConformance(t *testing.T, client redis.Scripter) {
 	newKeyed := func(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
 		s, err := admit.NewSettings(opts...)
 		if err != nil {
