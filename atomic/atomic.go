@@ -2,10 +2,8 @@ package atomic
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/kernel"
 )
 
@@ -53,17 +51,17 @@ func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
 	switch rule.Algorithm {
 	case admit.TokenBucket:
 		if k := kernel.NewTokenBucket(rule); k.Packable() {
-			return newKeyed[tbKeyCell](k, rule, set), nil
+			return newKeyed[tbCell](k, rule, set), nil
 		} else {
-			return newKeyed[tbSnapKeyCell](k, rule, set), nil
+			return newKeyed[tbSnapCell](k, rule, set), nil
 		}
 	case admit.FixedWindow:
-		return newKeyed[fwKeyCell](newFWCodec(rule), rule, set), nil
+		return newKeyed[fwCell](newFWCodec(rule), rule, set), nil
 	default: // admit.SlidingCounter; keyedSettings rejected the sliding log
 		if c, ok := newSCCodec(rule); ok {
-			return newKeyed[scKeyCell](c, rule, set), nil
+			return newKeyed[scCell](c, rule, set), nil
 		}
-		return newKeyed[scSnapKeyCell](kernel.NewSlidingCounter(rule), rule, set), nil
+		return newKeyed[scSnapCell](kernel.NewSlidingCounter(rule), rule, set), nil
 	}
 }
 
@@ -86,10 +84,9 @@ func NewLimiter(rule admit.Rule, opts ...admit.Option) (admit.Limiter, error) {
 		return &FixedWindow{codec: newFWCodec(rule), clock: set.Clock}, nil
 	default:
 		if c, ok := newSCCodec(rule); ok {
-			return &single[scCell, *scCell, *scCodec]{k: c, limit: rule.Limit, clock: set.Clock}, nil
+			return &slidingCounter{codec: c, clock: set.Clock}, nil
 		}
-		k := kernel.NewSlidingCounter(rule)
-		return &single[scSnapCell, *scSnapCell, *kernel.SlidingCounter]{k: k, limit: rule.Limit, clock: set.Clock}, nil
+		return &slidingCounterSnapshot{k: kernel.NewSlidingCounter(rule), clock: set.Clock}, nil
 	}
 }
 
@@ -123,32 +120,4 @@ func keyedSettings(rule admit.Rule, opts []admit.Option) (admit.Settings, error)
 		return admit.Settings{}, fmt.Errorf("atomic: %w: WithHashedKeys; an atomic store keeps full keys, use sharded.New to store hashes", admit.ErrUnsupported)
 	}
 	return set, nil
-}
-
-// cell is one key's lock-free state; K is what it needs to decide (a kernel,
-// or a kernel with the codec of its packed word).
-type cell[K any] interface {
-	decide(k K, now time.Duration, n int) kernel.Verdict
-}
-
-// single is a one-key limiter over any cell; PC is *C, the type whose methods
-// are the cell's. The hottest forms have concrete types of their own
-// ([TokenBucket], [FixedWindow]), which call the cell directly.
-type single[C any, PC interface {
-	*C
-	cell[K]
-}, K any] struct {
-	c     C
-	k     K
-	limit int
-	clock clock.Clock
-}
-
-func (l *single[C, PC, K]) Allow() admit.Decision { return l.AllowN(1) }
-
-// AllowN fills its named result from the cell's Verdict (see kernel.Verdict).
-func (l *single[C, PC, K]) AllowN(n int) (d admit.Decision) {
-	v := PC(&l.c).decide(l.k, l.clock.Now(), n)
-	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.limit, v.Remaining, v.RetryAfter, v.ResetAfter
-	return d
 }

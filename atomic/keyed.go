@@ -24,9 +24,9 @@ import (
 //
 // # The eviction protocol
 //
-// A keyed cell is a state word (or snapshot pointer) like the single-key
-// cells', plus one value reserved as its tombstone, which no state ever
-// takes. A cell is evicted in three steps:
+// A cell is a state word (or snapshot pointer), the same cell a single-key
+// limiter uses (tokenbucket.go, window.go), with one value reserved as its
+// tombstone, which no state ever takes. A cell is evicted in three steps:
 //
 //  1. The sweeper loads the cell's value v and decides that v is fresh at
 //     its reading at (kernel.Fresh: equivalent to a new key's state at at
@@ -87,299 +87,21 @@ func (w *paddedInt64) raise(v int64) {
 	}
 }
 
-// kcell is one key's cell in a keyed store; K is what it needs to decide. The
-// methods are those of the eviction protocol above.
+// kcell is one key's cell in a keyed store (tokenbucket.go, window.go); K is
+// what it needs to decide. The single-key limiters use the same cells, by
+// their decide method, without a name and never meeting a tombstone.
 type kcell[K any] interface {
-	// allowN decides a request for n at reading now. live is false if the
-	// cell is a tombstone: nothing was decided, and the caller must unlink
-	// the cell and start over from the map. pause, when not nil (tests
-	// only), is called once, after the first load of the cell's value.
-	allowN(k K, now time.Duration, n int, pause func()) (d admit.Decision, live bool)
+	// decideKeyed decides a request for n at reading now. live is false if
+	// the cell is a tombstone: nothing was decided, and the caller must
+	// unlink the cell and start over from the map. pause, when not nil
+	// (tests only), is called once, after the first load of the cell's value.
+	decideKeyed(k K, now time.Duration, n int, pause func()) (v kernel.Verdict, live bool)
 	// evict turns the cell into a tombstone if its value is fresh at reading
 	// at, raising floor to at first; it reports whether it did.
 	evict(k K, at time.Duration, floor *paddedInt64) bool
 	// key returns the cell's key, the map's own copy.
 	key() string
 	setKey(string)
-}
-
-// tbKeyCell is one key's token bucket packed in one word (see tbCell):
-//
-//	bits[0:64]  the TAT, biased exactly as kernel.TokenBucketState.TAT
-//
-// The word 1 (a TAT of math.MinInt64+1 ns) is the tombstone. The kernel never
-// writes it: every TAT it writes is a reading clamped to at least
-// -(2^62-1) ns, plus at least one nanosecond of cost.
-type tbKeyCell struct {
-	w    satomic.Uint64
-	name string
-}
-
-const tbTombstone = 1
-
-func (c *tbKeyCell) key() string       { return c.name }
-func (c *tbKeyCell) setKey(key string) { c.name = key }
-
-// allowN is tbCell's CAS loop with the tombstone check; the linearization
-// points are tbCell's.
-func (c *tbKeyCell) allowN(k *kernel.TokenBucket, now time.Duration, n int, pause func()) (admit.Decision, bool) {
-	for {
-		old := c.w.Load()
-		if pause != nil {
-			pause()
-			pause = nil
-		}
-		if old == tbTombstone {
-			return admit.Decision{}, false
-		}
-		s := kernel.TokenBucketState{TAT: old}
-		d := k.Allow(&s, now, n)
-		if s.TAT == old {
-			return d, true
-		}
-		hook.Between(hook.BeforeCAS)
-		if c.w.CompareAndSwap(old, s.TAT) {
-			return d, true
-		}
-	}
-}
-
-// evict is step 2 of the eviction protocol (see the top of this file). The
-// tempting wrong version checks freshness and then Stores the tombstone: an
-// admission published between the check and the Store would be erased with
-// the cell, and its key would start afresh with a second budget. The CAS
-// from the exact value judged fresh is the eviction's linearization point.
-func (c *tbKeyCell) evict(k *kernel.TokenBucket, at time.Duration, floor *paddedInt64) bool {
-	old := c.w.Load()
-	if old == tbTombstone {
-		return false
-	}
-	s := kernel.TokenBucketState{TAT: old}
-	if !k.Fresh(&s, at) {
-		return false
-	}
-	floor.raise(int64(at))
-	hook.Between(hook.BeforeCAS)
-	return c.w.CompareAndSwap(old, tbTombstone)
-}
-
-// tbSnapKeyCell is one key's token bucket as an immutable snapshot (see
-// tbSnapCell); nil is a full bucket and tbSnapTombstone, a snapshot no cell
-// ever publishes, is the tombstone.
-type tbSnapKeyCell struct {
-	p    satomic.Pointer[kernel.TokenBucketState]
-	name string
-}
-
-var tbSnapTombstone = new(kernel.TokenBucketState)
-
-func (c *tbSnapKeyCell) key() string       { return c.name }
-func (c *tbSnapKeyCell) setKey(key string) { c.name = key }
-
-func (c *tbSnapKeyCell) allowN(k *kernel.TokenBucket, now time.Duration, n int, pause func()) (admit.Decision, bool) {
-	var next *kernel.TokenBucketState
-	for {
-		cur := c.p.Load()
-		if pause != nil {
-			pause()
-			pause = nil
-		}
-		if cur == tbSnapTombstone {
-			return admit.Decision{}, false
-		}
-		var s kernel.TokenBucketState
-		if cur != nil {
-			s = *cur
-		}
-		d := k.Allow(&s, now, n)
-		if !d.Allowed || n == 0 || (cur != nil && s == *cur) {
-			return d, true
-		}
-		if next == nil {
-			next = new(kernel.TokenBucketState)
-		}
-		*next = s
-		hook.Between(hook.BeforeCAS)
-		if c.p.CompareAndSwap(cur, next) {
-			return d, true
-		}
-	}
-}
-
-func (c *tbSnapKeyCell) evict(k *kernel.TokenBucket, at time.Duration, floor *paddedInt64) bool {
-	cur := c.p.Load()
-	if cur == tbSnapTombstone {
-		return false
-	}
-	var s kernel.TokenBucketState
-	if cur != nil {
-		s = *cur
-	}
-	if !k.Fresh(&s, at) {
-		return false
-	}
-	floor.raise(int64(at))
-	hook.Between(hook.BeforeCAS)
-	return c.p.CompareAndSwap(cur, tbSnapTombstone)
-}
-
-// fwKeyCell is one key's fixed window packed in one word, with fwCodec's bit
-// map. The tombstone is ^mask: Count 0 with every index bit set. The cell
-// never publishes a Count of 0 (it publishes only after an admission), and
-// its zero word is a fresh key, so no state takes the tombstone's value.
-type fwKeyCell struct {
-	w    satomic.Uint64
-	name string
-}
-
-func (c *fwKeyCell) key() string       { return c.name }
-func (c *fwKeyCell) setKey(key string) { c.name = key }
-
-func (c *fwKeyCell) allowN(k *fwCodec, now time.Duration, n int, pause func()) (admit.Decision, bool) {
-	idx := k.k.Index(now)
-	tomb := ^k.mask
-	for {
-		old := c.w.Load()
-		if pause != nil {
-			pause()
-			pause = nil
-		}
-		if old == tomb {
-			return admit.Decision{}, false
-		}
-		s := k.unpack(old, idx)
-		d := k.k.Allow(&s, now, n)
-		if !d.Allowed || n == 0 {
-			return d, true
-		}
-		hook.Between(hook.BeforeCAS)
-		if c.w.CompareAndSwap(old, k.pack(s)) {
-			return d, true
-		}
-	}
-}
-
-func (c *fwKeyCell) evict(k *fwCodec, at time.Duration, floor *paddedInt64) bool {
-	old := c.w.Load()
-	if old == ^k.mask {
-		return false
-	}
-	s := k.unpack(old, k.k.Index(at))
-	if !k.k.Fresh(&s, at) {
-		return false
-	}
-	floor.raise(int64(at))
-	hook.Between(hook.BeforeCAS)
-	return c.w.CompareAndSwap(old, ^k.mask)
-}
-
-// scKeyCell is one key's sliding counter packed in one word, with scCodec's
-// bit map. The tombstone is ^mask: Curr 0 with every other bit set. The cell
-// publishes only after an admission, when Curr >= 1, and its zero word is a
-// fresh key, so no state takes the tombstone's value.
-type scKeyCell struct {
-	w    satomic.Uint64
-	name string
-}
-
-func (c *scKeyCell) key() string       { return c.name }
-func (c *scKeyCell) setKey(key string) { c.name = key }
-
-func (c *scKeyCell) allowN(k *scCodec, now time.Duration, n int, pause func()) (admit.Decision, bool) {
-	idx := k.k.Index(now)
-	tomb := ^k.mask
-	for {
-		old := c.w.Load()
-		if pause != nil {
-			pause()
-			pause = nil
-		}
-		if old == tomb {
-			return admit.Decision{}, false
-		}
-		s := k.unpack(old, idx)
-		d := k.k.Allow(&s, now, n)
-		if !d.Allowed || n == 0 {
-			return d, true
-		}
-		hook.Between(hook.BeforeCAS)
-		if c.w.CompareAndSwap(old, k.pack(s)) {
-			return d, true
-		}
-	}
-}
-
-func (c *scKeyCell) evict(k *scCodec, at time.Duration, floor *paddedInt64) bool {
-	old := c.w.Load()
-	if old == ^k.mask {
-		return false
-	}
-	s := k.unpack(old, k.k.Index(at))
-	if !k.k.Fresh(&s, at) {
-		return false
-	}
-	floor.raise(int64(at))
-	hook.Between(hook.BeforeCAS)
-	return c.w.CompareAndSwap(old, ^k.mask)
-}
-
-// scSnapKeyCell is one key's sliding counter as an immutable snapshot, for
-// limits too large to pack; nil is fresh and scSnapTombstone the tombstone.
-type scSnapKeyCell struct {
-	p    satomic.Pointer[kernel.SlidingCounterState]
-	name string
-}
-
-var scSnapTombstone = new(kernel.SlidingCounterState)
-
-func (c *scSnapKeyCell) key() string       { return c.name }
-func (c *scSnapKeyCell) setKey(key string) { c.name = key }
-
-func (c *scSnapKeyCell) allowN(k *kernel.SlidingCounter, now time.Duration, n int, pause func()) (admit.Decision, bool) {
-	var next *kernel.SlidingCounterState
-	for {
-		cur := c.p.Load()
-		if pause != nil {
-			pause()
-			pause = nil
-		}
-		if cur == scSnapTombstone {
-			return admit.Decision{}, false
-		}
-		var s kernel.SlidingCounterState
-		if cur != nil {
-			s = *cur
-		}
-		d := k.Allow(&s, now, n)
-		if !d.Allowed || n == 0 {
-			return d, true
-		}
-		if next == nil {
-			next = new(kernel.SlidingCounterState)
-		}
-		*next = s
-		hook.Between(hook.BeforeCAS)
-		if c.p.CompareAndSwap(cur, next) {
-			return d, true
-		}
-	}
-}
-
-func (c *scSnapKeyCell) evict(k *kernel.SlidingCounter, at time.Duration, floor *paddedInt64) bool {
-	cur := c.p.Load()
-	if cur == scSnapTombstone {
-		return false
-	}
-	var s kernel.SlidingCounterState
-	if cur != nil {
-		s = *cur
-	}
-	if !k.Fresh(&s, at) {
-		return false
-	}
-	floor.raise(int64(at))
-	hook.Between(hook.BeforeCAS)
-	return c.p.CompareAndSwap(cur, scSnapTombstone)
 }
 
 // ringFields mirrors the fields of ring, whose size cannot be taken in a
@@ -464,10 +186,10 @@ func newKeyed[C any, PC interface {
 }, K any](k K, rule admit.Rule, set admit.Settings) Store {
 	l := makeKeyed[C, PC](k, rule, set)
 	switch l := any(l).(type) {
-	case *keyed[tbKeyCell, *tbKeyCell, *kernel.TokenBucket]:
-		return keyedTokenBucket[tbKeyCell, *tbKeyCell]{l}
-	case *keyed[tbSnapKeyCell, *tbSnapKeyCell, *kernel.TokenBucket]:
-		return keyedTokenBucket[tbSnapKeyCell, *tbSnapKeyCell]{l}
+	case *keyed[tbCell, *tbCell, *kernel.TokenBucket]:
+		return keyedTokenBucket[tbCell, *tbCell]{l}
+	case *keyed[tbSnapCell, *tbSnapCell, *kernel.TokenBucket]:
+		return keyedTokenBucket[tbSnapCell, *tbSnapCell]{l}
 	}
 	return l
 }
@@ -498,7 +220,8 @@ func makeKeyed[C any, PC interface {
 
 func (l *keyed[C, PC, K]) Allow(key string) admit.Decision { return l.AllowN(key, 1) }
 
-func (l *keyed[C, PC, K]) AllowN(key string, n int) admit.Decision {
+// AllowN fills its named result from the cell's Verdict (see kernel.Verdict).
+func (l *keyed[C, PC, K]) AllowN(key string, n int) (d admit.Decision) {
 	now := l.clock.Now()
 	var pause func()
 	if p := l.pause.Load(); p != nil && l.pause.CompareAndSwap(p, nil) {
@@ -508,12 +231,12 @@ func (l *keyed[C, PC, K]) AllowN(key string, n int) admit.Decision {
 		c, ok := l.m.Load(key)
 		hook.Between(hook.AfterLookup)
 		if !ok {
-			var d admit.Decision
 			if c, d, ok = l.create(key, &now, n); !ok {
 				return d
 			}
 		}
-		if d, live := PC(c).allowN(l.k, now, n, pause); live {
+		if v, live := PC(c).decideKeyed(l.k, now, n, pause); live {
+			d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.limit, v.Remaining, v.RetryAfter, v.ResetAfter
 			return d
 		}
 		// A tombstone: help unlink it, then look the key up again.
@@ -530,8 +253,8 @@ func (l *keyed[C, PC, K]) AllowN(key string, n int) admit.Decision {
 func (l *keyed[C, PC, K]) create(key string, now *time.Duration, n int) (c *C, d admit.Decision, ok bool) {
 	*now = max(*now, time.Duration(l.floor.n.Load())) // the key may have been evicted as fresh at floor
 	if n <= 0 || n > l.limit {
-		d, _ = PC(&l.zero).allowN(l.k, *now, n, nil) // publishes nothing for these n
-		return nil, d, false
+		v, _ := PC(&l.zero).decideKeyed(l.k, *now, n, nil) // publishes nothing for these n
+		return nil, v.Decision(l.limit), false
 	}
 	c, wait, ok := l.obtain(key, *now)
 	if !ok {
@@ -646,8 +369,8 @@ func (l *keyed[C, PC, K]) scan(r *ring[C], now, at time.Duration, limit int, soo
 		}
 		// A probe (n == 0) publishes nothing and reports how long the state
 		// takes to become fresh if nothing else arrives.
-		if d, live := PC(c).allowN(l.k, now, 0, nil); live {
-			*soonest = min(*soonest, d.ResetAfter)
+		if v, live := PC(c).decideKeyed(l.k, now, 0, nil); live {
+			*soonest = min(*soonest, v.ResetAfter)
 		}
 		r.push(c)
 	}

@@ -33,29 +33,28 @@ import (
 // evicted and created again can never have a reservation of its former life
 // cancelled.
 
-// tbKeyCellR is a keyed token-bucket cell that also reserves.
-type tbKeyCellR[C any] interface {
+// reserverCell is a token-bucket cell that also reserves (reserve.go).
+type reserverCell[C any] interface {
 	*C
 	kcell[*kernel.TokenBucket]
 	// reserveN is kernel.TokenBucket.Reserve on the cell, published by CAS.
 	// live is false if the cell is a tombstone: nothing was reserved. pause
-	// is as for allowN.
+	// is as for decide.
 	reserveN(k *kernel.TokenBucket, now time.Duration, n int, maxWait time.Duration, pause func()) (d time.Duration, ok bool, s kernel.TokenBucketState, live bool)
 	// cancel is kernel.TokenBucket.Cancel on the cell, published by CAS;
 	// false for a tombstone.
 	cancel(k *kernel.TokenBucket, now time.Duration, after kernel.TokenBucketState, n int) bool
 }
 
-// keyedTokenBucket is the keyed token bucket; C is tbKeyCell or
-// tbSnapKeyCell.
-type keyedTokenBucket[C any, PC tbKeyCellR[C]] struct {
+// keyedTokenBucket is the keyed token bucket; C is tbCell or tbSnapCell.
+type keyedTokenBucket[C any, PC reserverCell[C]] struct {
 	*keyed[C, PC, *kernel.TokenBucket]
 }
 
 var (
-	_ admit.KeyedReserver = keyedTokenBucket[tbKeyCell, *tbKeyCell]{}
-	_ admit.KeyedReserver = keyedTokenBucket[tbSnapKeyCell, *tbSnapKeyCell]{}
-	_ Store               = keyedTokenBucket[tbKeyCell, *tbKeyCell]{}
+	_ admit.KeyedReserver = keyedTokenBucket[tbCell, *tbCell]{}
+	_ admit.KeyedReserver = keyedTokenBucket[tbSnapCell, *tbSnapCell]{}
+	_ Store               = keyedTokenBucket[tbCell, *tbCell]{}
 )
 
 // ReserveN implements [admit.KeyedReserver]. Its loop is AllowN's.
@@ -100,98 +99,4 @@ func (l keyedTokenBucket[C, PC]) CancelReservation(key string, r admit.Reservati
 	}
 	now = max(now, time.Duration(l.floor.n.Load()))
 	return PC(c).cancel(l.k, now, reserved(r), r.N())
-}
-
-func (c *tbKeyCell) reserveN(k *kernel.TokenBucket, now time.Duration, n int, maxWait time.Duration, pause func()) (time.Duration, bool, kernel.TokenBucketState, bool) {
-	for {
-		old := c.w.Load()
-		if pause != nil {
-			pause()
-			pause = nil
-		}
-		if old == tbTombstone {
-			return 0, false, kernel.TokenBucketState{}, false
-		}
-		s := kernel.TokenBucketState{TAT: old}
-		d, ok := k.Reserve(&s, now, n, maxWait)
-		if !ok || s.TAT == old {
-			return d, ok, s, true
-		}
-		hook.Between(hook.BeforeCAS)
-		if c.w.CompareAndSwap(old, s.TAT) {
-			return d, ok, s, true
-		}
-	}
-}
-
-func (c *tbKeyCell) cancel(k *kernel.TokenBucket, now time.Duration, after kernel.TokenBucketState, n int) bool {
-	for {
-		old := c.w.Load()
-		if old == tbTombstone {
-			return false
-		}
-		s := kernel.TokenBucketState{TAT: old}
-		if !k.Cancel(&s, now, after, n) {
-			return false
-		}
-		hook.Between(hook.BeforeCAS)
-		if c.w.CompareAndSwap(old, s.TAT) {
-			return true
-		}
-	}
-}
-
-func (c *tbSnapKeyCell) reserveN(k *kernel.TokenBucket, now time.Duration, n int, maxWait time.Duration, pause func()) (time.Duration, bool, kernel.TokenBucketState, bool) {
-	var next *kernel.TokenBucketState
-	for {
-		cur := c.p.Load()
-		if pause != nil {
-			pause()
-			pause = nil
-		}
-		if cur == tbSnapTombstone {
-			return 0, false, kernel.TokenBucketState{}, false
-		}
-		var s kernel.TokenBucketState
-		if cur != nil {
-			s = *cur
-		}
-		d, ok := k.Reserve(&s, now, n, maxWait)
-		if !ok || n == 0 || (cur != nil && s == *cur) {
-			return d, ok, s, true
-		}
-		if next == nil {
-			next = new(kernel.TokenBucketState)
-		}
-		*next = s
-		hook.Between(hook.BeforeCAS)
-		if c.p.CompareAndSwap(cur, next) {
-			return d, ok, s, true
-		}
-	}
-}
-
-func (c *tbSnapKeyCell) cancel(k *kernel.TokenBucket, now time.Duration, after kernel.TokenBucketState, n int) bool {
-	var next *kernel.TokenBucketState
-	for {
-		cur := c.p.Load()
-		if cur == tbSnapTombstone {
-			return false
-		}
-		var s kernel.TokenBucketState
-		if cur != nil {
-			s = *cur
-		}
-		if !k.Cancel(&s, now, after, n) {
-			return false
-		}
-		if next == nil {
-			next = new(kernel.TokenBucketState)
-		}
-		*next = s
-		hook.Between(hook.BeforeCAS)
-		if c.p.CompareAndSwap(cur, next) {
-			return true
-		}
-	}
 }

@@ -25,11 +25,11 @@ func TestKeyedLayout(t *testing.T) {
 		t.Errorf("paddedInt64 is %d bytes, want %d", size, 2*cacheLinePad)
 	}
 	for name, size := range map[string]uintptr{
-		"token-bucket":             unsafe.Sizeof(ring[tbKeyCell]{}),
-		"token-bucket snapshot":    unsafe.Sizeof(ring[tbSnapKeyCell]{}),
-		"fixed-window":             unsafe.Sizeof(ring[fwKeyCell]{}),
-		"sliding-counter":          unsafe.Sizeof(ring[scKeyCell]{}),
-		"sliding-counter snapshot": unsafe.Sizeof(ring[scSnapKeyCell]{}),
+		"token-bucket":             unsafe.Sizeof(ring[tbCell]{}),
+		"token-bucket snapshot":    unsafe.Sizeof(ring[tbSnapCell]{}),
+		"fixed-window":             unsafe.Sizeof(ring[fwCell]{}),
+		"sliding-counter":          unsafe.Sizeof(ring[scCell]{}),
+		"sliding-counter snapshot": unsafe.Sizeof(ring[scSnapCell]{}),
 	} {
 		if size != cacheLinePad {
 			t.Errorf("ring of %s cells is %d bytes, want %d", name, size, cacheLinePad)

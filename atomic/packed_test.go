@@ -61,8 +61,8 @@ func TestFormChoice(t *testing.T) {
 		{rule(admit.TokenBucket, 5, 10*time.Second), &TokenBucket{}},
 		{rule(admit.TokenBucket, 3, 10*time.Second), &TokenBucketSnapshot{}}, // 3.33…s per token
 		{rule(admit.FixedWindow, admit.MaxLimit, admit.MaxLimit*time.Nanosecond), &FixedWindow{}},
-		{rule(admit.SlidingCounter, maxPackedCounterLimit, time.Hour), &single[scCell, *scCell, *scCodec]{}},
-		{rule(admit.SlidingCounter, maxPackedCounterLimit+1, time.Hour), &single[scSnapCell, *scSnapCell, *kernel.SlidingCounter]{}},
+		{rule(admit.SlidingCounter, maxPackedCounterLimit, time.Hour), &slidingCounter{}},
+		{rule(admit.SlidingCounter, maxPackedCounterLimit+1, time.Hour), &slidingCounterSnapshot{}},
 	} {
 		lim, err := NewLimiter(tc.rule)
 		require.NoError(t, err)

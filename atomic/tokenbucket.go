@@ -11,7 +11,9 @@ import (
 	"github.com/admit-go/admit/internal/kernel"
 )
 
-// tbCell is one key's token bucket packed in one word.
+// tbCell is one key's token bucket packed in one word: the single-key
+// [TokenBucket]'s state, and a keyed store's cell for one key (name is the
+// key there, unused in a TokenBucket).
 //
 //	bits[0:64]  the theoretical arrival time (TAT) in nanoseconds of the
 //	            limiter's clock, biased by 2^63 exactly as
@@ -24,9 +26,24 @@ import (
 // plus at most one Window (<= 2^62 ns), so it always fits the word; past the
 // end of that range time stands still and the bucket keeps refusing beyond its
 // limit. TestPackedTokenBucketAtClockEnd pins that boundary.
-type tbCell struct{ w satomic.Uint64 }
+//
+// The word 1 (a TAT of math.MinInt64+1 ns) is the keyed store's tombstone
+// (see keyed.go). The kernel never writes it: every TAT it writes is a
+// reading clamped to at least -(2^62-1) ns, plus at least one nanosecond of
+// cost. So a single-key bucket never meets it.
+type tbCell struct {
+	w    satomic.Uint64
+	name string
+}
 
-// decide is the CAS loop of the packed bucket.
+const tbTombstone = 1
+
+func (c *tbCell) key() string       { return c.name }
+func (c *tbCell) setKey(key string) { c.name = key }
+
+// try is one attempt of the packed bucket's CAS loop, on the word old: it
+// decides, and publishes the new TAT if there is one. done is false if the
+// CAS failed, and the caller must load the word again and retry.
 //
 // The tempting wrong version loads the word, decides, and Stores the result.
 // Two goroutines that load the same word both see the last token and both
@@ -40,45 +57,103 @@ type tbCell struct{ w satomic.Uint64 }
 // (they publish nothing). A stale reading of now needs no clamp here: the
 // kernel charges the debt the bucket has at that reading, which is never less
 // than at a later one, and the TAT it publishes never moves backwards.
+func (c *tbCell) try(k *kernel.TokenBucket, now time.Duration, n int, old uint64) (v kernel.Verdict, done bool) {
+	s := kernel.TokenBucketState{TAT: old}
+	v = k.Decide(&s, now, n)
+	if s.TAT == old { // nothing to publish: a denial, a probe, or a saturated TAT
+		return v, true
+	}
+	hook.Between(hook.BeforeCAS)
+	return v, c.w.CompareAndSwap(old, s.TAT)
+}
+
+// decide is the single-key bucket's CAS loop (see try).
 func (c *tbCell) decide(k *kernel.TokenBucket, now time.Duration, n int) kernel.Verdict {
 	for {
-		old := c.w.Load()
-		s := kernel.TokenBucketState{TAT: old}
-		v := k.Decide(&s, now, n)
-		if s.TAT == old { // nothing to publish: a denial, a probe, or a saturated TAT
-			return v
-		}
-		hook.Between(hook.BeforeCAS)
-		if c.w.CompareAndSwap(old, s.TAT) {
+		if v, done := c.try(k, now, n, c.w.Load()); done {
 			return v
 		}
 	}
 }
 
-// tbSnapCell is one key's token bucket as an immutable snapshot. nil is a full
-// bucket. Each admission publishes a new 16-byte snapshot; a snapshot is never
-// modified after it is published, so a goroutine that loaded it may read it
-// without synchronisation, and pointer identity rules out ABA (a snapshot's
-// address is not reused while anyone holds it).
-type tbSnapCell struct {
-	p satomic.Pointer[kernel.TokenBucketState]
+// decideKeyed is the keyed store's CAS loop (see try): live is false if the
+// cell is a tombstone, and nothing was decided (see keyed.go). pause, when
+// not nil (tests only), is called after the first load of the word.
+func (c *tbCell) decideKeyed(k *kernel.TokenBucket, now time.Duration, n int, pause func()) (kernel.Verdict, bool) {
+	old := c.w.Load()
+	if pause != nil {
+		pause()
+	}
+	for old != tbTombstone {
+		if v, done := c.try(k, now, n, old); done {
+			return v, true
+		}
+		old = c.w.Load()
+	}
+	return kernel.Verdict{}, false
 }
 
-// decide is the CAS loop of the snapshot bucket; see tbCell.decide for why a
-// CAS and where each decision takes effect. The candidate snapshot is
-// allocated once per call, on the first admission attempt, and reused across
-// retries.
-func (c *tbSnapCell) decide(k *kernel.TokenBucket, now time.Duration, n int) kernel.Verdict {
+// evict is step 2 of the eviction protocol (see keyed.go). The tempting
+// wrong version checks freshness and then Stores the tombstone: an admission
+// published between the check and the Store would be erased with the cell,
+// and its key would start afresh with a second budget. The CAS from the
+// exact value judged fresh is the eviction's linearization point.
+func (c *tbCell) evict(k *kernel.TokenBucket, at time.Duration, floor *paddedInt64) bool {
+	old := c.w.Load()
+	if old == tbTombstone {
+		return false
+	}
+	s := kernel.TokenBucketState{TAT: old}
+	if !k.Fresh(&s, at) {
+		return false
+	}
+	floor.raise(int64(at))
+	hook.Between(hook.BeforeCAS)
+	return c.w.CompareAndSwap(old, tbTombstone)
+}
+
+// tbSnapCell is one key's token bucket as an immutable snapshot: the
+// single-key [TokenBucketSnapshot]'s state, and a keyed store's cell (name
+// is the key there). nil is a full bucket. Each admission publishes a new
+// 16-byte snapshot; a snapshot is never modified after it is published, so a
+// goroutine that loaded it may read it without synchronisation, and pointer
+// identity rules out ABA (a snapshot's address is not reused while anyone
+// holds it). tbSnapTombstone, a snapshot no cell ever publishes, is the keyed
+// store's tombstone.
+type tbSnapCell struct {
+	p    satomic.Pointer[kernel.TokenBucketState]
+	name string
+}
+
+var tbSnapTombstone = new(kernel.TokenBucketState)
+
+func (c *tbSnapCell) key() string       { return c.name }
+func (c *tbSnapCell) setKey(key string) { c.name = key }
+
+// decideKeyed is the CAS loop of the snapshot bucket; see tbCell.try for why
+// a CAS and where each decision takes effect, and tbCell.decideKeyed for
+// live and pause. The candidate snapshot is allocated once per call, on the
+// first admission attempt, and reused across retries. The single-key
+// bucket uses it too (decide): its allocation costs far more than the
+// tombstone's check.
+func (c *tbSnapCell) decideKeyed(k *kernel.TokenBucket, now time.Duration, n int, pause func()) (v kernel.Verdict, live bool) {
 	var next *kernel.TokenBucketState
 	for {
 		cur := c.p.Load()
+		if pause != nil {
+			pause()
+			pause = nil
+		}
+		if cur == tbSnapTombstone {
+			return v, false
+		}
 		var s kernel.TokenBucketState
 		if cur != nil {
 			s = *cur
 		}
-		v := k.Decide(&s, now, n)
+		v = k.Decide(&s, now, n)
 		if !v.Allowed || n == 0 || (cur != nil && s == *cur) {
-			return v
+			return v, true
 		}
 		if next == nil {
 			next = new(kernel.TokenBucketState)
@@ -86,9 +161,33 @@ func (c *tbSnapCell) decide(k *kernel.TokenBucket, now time.Duration, n int) ker
 		*next = s
 		hook.Between(hook.BeforeCAS)
 		if c.p.CompareAndSwap(cur, next) {
-			return v
+			return v, true
 		}
 	}
+}
+
+// decide is decideKeyed for the single-key bucket, which has no tombstone.
+func (c *tbSnapCell) decide(k *kernel.TokenBucket, now time.Duration, n int) kernel.Verdict {
+	v, _ := c.decideKeyed(k, now, n, nil)
+	return v
+}
+
+// evict is tbCell.evict for a snapshot.
+func (c *tbSnapCell) evict(k *kernel.TokenBucket, at time.Duration, floor *paddedInt64) bool {
+	cur := c.p.Load()
+	if cur == tbSnapTombstone {
+		return false
+	}
+	var s kernel.TokenBucketState
+	if cur != nil {
+		s = *cur
+	}
+	if !k.Fresh(&s, at) {
+		return false
+	}
+	floor.raise(int64(at))
+	hook.Between(hook.BeforeCAS)
+	return c.p.CompareAndSwap(cur, tbSnapTombstone)
 }
 
 // TokenBucket is a lock-free token bucket for a single key whose whole state is

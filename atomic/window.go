@@ -56,32 +56,77 @@ func (c *fwCodec) unpack(w uint64, idx int64) kernel.FixedWindowState {
 	return kernel.FixedWindowState{Window: idx - diff, Count: int64(count)}
 }
 
-// fwCell is one key's packed fixed window; see fwCodec for the bit map.
-type fwCell struct{ w satomic.Uint64 }
+// fwCell is one key's packed fixed window, with fwCodec's bit map: the
+// single-key [FixedWindow]'s state, and a keyed store's cell (name is the
+// key there). The keyed store's tombstone is ^mask: Count 0 with every index
+// bit set. The cell never publishes a Count of 0 (it publishes only after an
+// admission), and its zero word is a fresh key, so no state takes the
+// tombstone's value.
+type fwCell struct {
+	w    satomic.Uint64
+	name string
+}
 
-// decide is the CAS loop of the packed window. A Load, a decision and a Store
-// would let two goroutines both take the window's last slot; the CAS publishes
-// a count only if the word is still the one it was computed from.
+func (c *fwCell) key() string       { return c.name }
+func (c *fwCell) setKey(key string) { c.name = key }
+
+// try is one attempt of the packed window's CAS loop, on the word old; done
+// is as for tbCell.try. A Load, a decision and
+// a Store would let two goroutines both take the window's last slot; the CAS
+// publishes a count only if the word is still the one it was computed from.
 //
 // Linearization point: the successful CompareAndSwap for an admission; the
 // Load of the word it decided on, for a denial or a probe. A stale reading that
 // falls in a window older than the word's is clamped by the kernel to the
 // word's window, so it can never reopen an old window: the word's index never
 // moves backwards.
+func (c *fwCell) try(k *fwCodec, now time.Duration, n int, old uint64) (v kernel.Verdict, done bool) {
+	s := k.unpack(old, k.k.Index(now))
+	v = k.k.Decide(&s, now, n)
+	if !v.Allowed || n == 0 {
+		return v, true
+	}
+	hook.Between(hook.BeforeCAS)
+	return v, c.w.CompareAndSwap(old, k.pack(s))
+}
+
+// decide is the single-key window's CAS loop (see try).
 func (c *fwCell) decide(k *fwCodec, now time.Duration, n int) kernel.Verdict {
-	idx := k.k.Index(now)
 	for {
-		old := c.w.Load()
-		s := k.unpack(old, idx)
-		v := k.k.Decide(&s, now, n)
-		if !v.Allowed || n == 0 {
-			return v
-		}
-		hook.Between(hook.BeforeCAS)
-		if c.w.CompareAndSwap(old, k.pack(s)) {
+		if v, done := c.try(k, now, n, c.w.Load()); done {
 			return v
 		}
 	}
+}
+
+// decideKeyed is the keyed store's CAS loop; see tbCell.decideKeyed.
+func (c *fwCell) decideKeyed(k *fwCodec, now time.Duration, n int, pause func()) (kernel.Verdict, bool) {
+	old := c.w.Load()
+	if pause != nil {
+		pause()
+	}
+	for old != ^k.mask {
+		if v, done := c.try(k, now, n, old); done {
+			return v, true
+		}
+		old = c.w.Load()
+	}
+	return kernel.Verdict{}, false
+}
+
+// evict is tbCell.evict for a packed window.
+func (c *fwCell) evict(k *fwCodec, at time.Duration, floor *paddedInt64) bool {
+	old := c.w.Load()
+	if old == ^k.mask {
+		return false
+	}
+	s := k.unpack(old, k.k.Index(at))
+	if !k.k.Fresh(&s, at) {
+		return false
+	}
+	floor.raise(int64(at))
+	hook.Between(hook.BeforeCAS)
+	return c.w.CompareAndSwap(old, ^k.mask)
 }
 
 // FixedWindow is a lock-free fixed window for a single key, its count and
@@ -165,43 +210,104 @@ func (c *scCodec) unpack(w uint64, idx int64) kernel.SlidingCounterState {
 	return kernel.SlidingCounterState{Window: idx - diff, Prev: int64(prev), Curr: int64(curr)}
 }
 
-// scCell is one key's packed sliding counter; see scCodec for the bit map and
-// fwCell.decide for the CAS loop's reasoning, which is the same.
-type scCell struct{ w satomic.Uint64 }
+// scCell is one key's packed sliding counter, with scCodec's bit map, for
+// the single-key limiter and the keyed store. The tombstone is ^mask: Curr 0
+// with every other bit set. The cell publishes only after an admission, when
+// Curr >= 1, and its zero word is a fresh key, so no state takes the
+// tombstone's value. See fwCell.try for the CAS loop's reasoning, which is
+// the same.
+type scCell struct {
+	w    satomic.Uint64
+	name string
+}
+
+func (c *scCell) key() string       { return c.name }
+func (c *scCell) setKey(key string) { c.name = key }
+
+func (c *scCell) try(k *scCodec, now time.Duration, n int, old uint64) (v kernel.Verdict, done bool) {
+	s := k.unpack(old, k.k.Index(now))
+	v = k.k.Decide(&s, now, n)
+	if !v.Allowed || n == 0 {
+		return v, true
+	}
+	hook.Between(hook.BeforeCAS)
+	return v, c.w.CompareAndSwap(old, k.pack(s))
+}
 
 func (c *scCell) decide(k *scCodec, now time.Duration, n int) kernel.Verdict {
-	idx := k.k.Index(now)
 	for {
-		old := c.w.Load()
-		s := k.unpack(old, idx)
-		v := k.k.Decide(&s, now, n)
-		if !v.Allowed || n == 0 {
-			return v
-		}
-		hook.Between(hook.BeforeCAS)
-		if c.w.CompareAndSwap(old, k.pack(s)) {
+		if v, done := c.try(k, now, n, c.w.Load()); done {
 			return v
 		}
 	}
 }
 
-// scSnapCell is one key's sliding counter as an immutable snapshot, for limits
-// too large to pack; nil is fresh. See tbSnapCell for the snapshot discipline.
-type scSnapCell struct {
-	p satomic.Pointer[kernel.SlidingCounterState]
+func (c *scCell) decideKeyed(k *scCodec, now time.Duration, n int, pause func()) (kernel.Verdict, bool) {
+	old := c.w.Load()
+	if pause != nil {
+		pause()
+	}
+	for old != ^k.mask {
+		if v, done := c.try(k, now, n, old); done {
+			return v, true
+		}
+		old = c.w.Load()
+	}
+	return kernel.Verdict{}, false
 }
 
+func (c *scCell) evict(k *scCodec, at time.Duration, floor *paddedInt64) bool {
+	old := c.w.Load()
+	if old == ^k.mask {
+		return false
+	}
+	s := k.unpack(old, k.k.Index(at))
+	if !k.k.Fresh(&s, at) {
+		return false
+	}
+	floor.raise(int64(at))
+	hook.Between(hook.BeforeCAS)
+	return c.w.CompareAndSwap(old, ^k.mask)
+}
+
+// scSnapCell is one key's sliding counter as an immutable snapshot, for
+// limits too large to pack; nil is fresh and scSnapTombstone the keyed
+// store's tombstone. See tbSnapCell for the snapshot discipline.
+type scSnapCell struct {
+	p    satomic.Pointer[kernel.SlidingCounterState]
+	name string
+}
+
+var scSnapTombstone = new(kernel.SlidingCounterState)
+
+func (c *scSnapCell) key() string       { return c.name }
+func (c *scSnapCell) setKey(key string) { c.name = key }
+
+// decide is decideKeyed for the single-key limiter, which has no tombstone.
 func (c *scSnapCell) decide(k *kernel.SlidingCounter, now time.Duration, n int) kernel.Verdict {
+	v, _ := c.decideKeyed(k, now, n, nil)
+	return v
+}
+
+// decideKeyed is tbSnapCell.decideKeyed for a sliding counter.
+func (c *scSnapCell) decideKeyed(k *kernel.SlidingCounter, now time.Duration, n int, pause func()) (v kernel.Verdict, live bool) {
 	var next *kernel.SlidingCounterState
 	for {
 		cur := c.p.Load()
+		if pause != nil {
+			pause()
+			pause = nil
+		}
+		if cur == scSnapTombstone {
+			return v, false
+		}
 		var s kernel.SlidingCounterState
 		if cur != nil {
 			s = *cur
 		}
-		v := k.Decide(&s, now, n)
+		v = k.Decide(&s, now, n)
 		if !v.Allowed || n == 0 {
-			return v
+			return v, true
 		}
 		if next == nil {
 			next = new(kernel.SlidingCounterState)
@@ -209,9 +315,61 @@ func (c *scSnapCell) decide(k *kernel.SlidingCounter, now time.Duration, n int) 
 		*next = s
 		hook.Between(hook.BeforeCAS)
 		if c.p.CompareAndSwap(cur, next) {
-			return v
+			return v, true
 		}
 	}
+}
+
+func (c *scSnapCell) evict(k *kernel.SlidingCounter, at time.Duration, floor *paddedInt64) bool {
+	cur := c.p.Load()
+	if cur == scSnapTombstone {
+		return false
+	}
+	var s kernel.SlidingCounterState
+	if cur != nil {
+		s = *cur
+	}
+	if !k.Fresh(&s, at) {
+		return false
+	}
+	floor.raise(int64(at))
+	hook.Between(hook.BeforeCAS)
+	return c.p.CompareAndSwap(cur, scSnapTombstone)
+}
+
+// slidingCounter is the single-key sliding counter packed in one word
+// (Limit < 2^16), returned by NewLimiter. Like [FixedWindow], it has a
+// concrete type so that its CAS loop inlines into AllowN.
+type slidingCounter struct {
+	c     scCell
+	codec *scCodec
+	clock clock.Clock
+}
+
+func (l *slidingCounter) Allow() admit.Decision { return l.AllowN(1) }
+
+// AllowN fills its named result from the cell's Verdict (see kernel.Verdict).
+func (l *slidingCounter) AllowN(n int) (d admit.Decision) {
+	v := l.c.decide(l.codec, l.clock.Now(), n)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.codec.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
+}
+
+// slidingCounterSnapshot is the single-key sliding counter for limits too
+// large to pack, returned by NewLimiter.
+type slidingCounterSnapshot struct {
+	c     scSnapCell
+	k     *kernel.SlidingCounter
+	clock clock.Clock
+}
+
+func (l *slidingCounterSnapshot) Allow() admit.Decision { return l.AllowN(1) }
+
+// AllowN fills its named result from the cell's Verdict (see kernel.Verdict).
+func (l *slidingCounterSnapshot) AllowN(n int) (d admit.Decision) {
+	v := l.c.decide(l.k, l.clock.Now(), n)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
 }
 
 func wrongAlgorithm(rule admit.Rule, constructor string, want admit.Algorithm) error {
