@@ -223,10 +223,7 @@ func (l *keyed[C, PC, K]) Allow(key string) admit.Decision { return l.AllowN(key
 // AllowN fills its named result from the cell's Verdict (see kernel.Verdict).
 func (l *keyed[C, PC, K]) AllowN(key string, n int) (d admit.Decision) {
 	now := l.clock.Now()
-	var pause func()
-	if p := l.pause.Load(); p != nil && l.pause.CompareAndSwap(p, nil) {
-		pause = *p
-	}
+	pause := l.takePause()
 	for {
 		c, ok := l.m.Load(key)
 		hook.Between(hook.AfterLookup)
@@ -243,6 +240,15 @@ func (l *keyed[C, PC, K]) AllowN(key string, n int) (d admit.Decision) {
 		pause = nil
 		l.unlink(c)
 	}
+}
+
+// takePause returns the test pause (see the pause field) if this call is
+// the first to reach it, and nil otherwise.
+func (l *keyed[C, PC, K]) takePause() func() {
+	if p := l.pause.Load(); p != nil && l.pause.CompareAndSwap(p, nil) {
+		return *p
+	}
+	return nil
 }
 
 // create is the path of a call that found key missing. It clamps *now to the

@@ -60,10 +60,7 @@ var (
 // ReserveN implements [admit.KeyedReserver]. Its loop is AllowN's.
 func (l keyedTokenBucket[C, PC]) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
 	now := l.clock.Now()
-	var pause func()
-	if p := l.pause.Load(); p != nil && l.pause.CompareAndSwap(p, nil) {
-		pause = *p
-	}
+	pause := l.takePause()
 	for {
 		c, ok := l.m.Load(key)
 		hook.Between(hook.AfterLookup)
