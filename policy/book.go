@@ -207,6 +207,12 @@ func (bd *bookBuilder) add(e Entry, where string) string {
 // missingDefault is the message of the error for a book without a default rule.
 const missingDefault = "no default rule; add one for the requests that match no user or API rule, such as `default = token-bucket,5,10s` (or \"default\": \"token-bucket,5,10s\" in JSON)"
 
+// byteOrderMark is the message of the error for a book that starts with a
+// UTF-8 byte order mark, in either format: encoding/json and the properties
+// syntax would both read it as text, so name it rather than let it surface as
+// an odd first character.
+const byteOrderMark = "the file starts with a byte order mark (U+FEFF); save it as UTF-8 without one"
+
 // checkName returns "" if name is acceptable as the name of a user or an API
 // of scope s, else the message of an error.
 //

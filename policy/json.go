@@ -44,11 +44,11 @@ import (
 // ParseJSON is strict where encoding/json is lenient: an unknown field (also
 // inside algoConfig), a field name in the wrong case ("Default"), a field or
 // a name given twice, null, a value of the wrong type (the string "5" for a
-// number), a number out of range (1e400), text after the object and input
-// that is not UTF-8 are errors, as are a missing default and a book of more
-// than [MaxJSONBytes] bytes or [MaxRules] rules. The error is an *[Error]
-// that gives the line and the path of the problem and says what would be
-// right, such as
+// number), a number out of range (1e400), text after the object, input that
+// is not UTF-8 or starts with a byte order mark are errors, as are a missing
+// default and a book of more than [MaxJSONBytes] bytes or [MaxRules] rules.
+// The error is an *[Error] that gives the line and the path of the problem
+// and says what would be right, such as
 //
 //	line 4: apis["/login"].algoConfig: unknown field "capacty"; TokenBucket wants "capacity" and "refillRatePerSecond"
 //
@@ -266,6 +266,9 @@ func parseJSON(data []byte) (*Book, error) {
 			off += size
 		}
 		return nil, p.errorAt(int64(off)+1, "", "not valid UTF-8; save the file as UTF-8", nil)
+	}
+	if bytes.HasPrefix(data, []byte("\uFEFF")) {
+		return nil, p.errorAt(1, "", byteOrderMark, nil)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, &Error{Msg: `empty input; want a JSON object such as {"default": "token-bucket,5,10s"}`}

@@ -98,6 +98,9 @@ func TestParseJSONErrors(t *testing.T) {
 		{"trailing garbage", `{"default": "token-bucket,5,10"} garbage`, 1, "", "text after the end of the book's object; a JSON book is one object and nothing else", false},
 		{"second object", "{\"default\": \"token-bucket,5,10\"}\n{}", 2, "", "an object after the end of the book's object; a JSON book is one object and nothing else", false},
 		{"not utf-8", "{\"default\": \"token-bucket,5,10\",\n\"users\": {\"\xff\": \"token-bucket,5,10\"}}", 2, "", "not valid UTF-8; save the file as UTF-8", false},
+		{"byte order mark", "\uFEFF{\"default\": \"token-bucket,5,10\"}", 1, "", "the file starts with a byte order mark (U+FEFF); save it as UTF-8 without one", false},
+		{"byte order mark alone", "\uFEFF", 1, "", "the file starts with a byte order mark (U+FEFF); save it as UTF-8 without one", false},
+		{"byte order mark then a blank line", "\uFEFF\n{\"default\": \"token-bucket,5,10\"}", 1, "", "the file starts with a byte order mark (U+FEFF); save it as UTF-8 without one", false},
 		// Top-level fields.
 		{"unknown field", `{"default": "token-bucket,5,10", "endpoints": {}}`, 1, "", `unknown field "endpoints"; want "default", "apis" or "users"`, false},
 		{"Default", `{"Default": "token-bucket,5,10"}`, 1, "", `unknown field "Default"; field names are case-sensitive: did you mean "default"?`, false},

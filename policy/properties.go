@@ -74,7 +74,7 @@ func parseLine(bd *bookBuilder, text string, line int) (string, error) {
 		return "not valid UTF-8; save the file as UTF-8", nil
 	}
 	if line == 1 && strings.HasPrefix(text, "\uFEFF") {
-		return "the file starts with a byte order mark (U+FEFF); save it as UTF-8 without one", nil
+		return byteOrderMark, nil
 	}
 	t := strings.Trim(text, " \t")
 	if t == "" || t[0] == '#' {
