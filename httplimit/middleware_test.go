@@ -76,6 +76,35 @@ func TestBadOptions(t *testing.T) {
 	assert.NoError(t, err)
 }
 
+// TestBadOptionsCutInput: an option's error quotes at most the first 64 bytes
+// of the input it rejects, so a huge input cannot make a huge error.
+func TestBadOptionsCutInput(t *testing.T) {
+	lim, rule := limiter(t, "token-bucket,5,10s", clock.NewFake())
+	huge := strings.Repeat("x", 1<<20)
+	cut := strconv.Quote(huge[:64]) + "…"
+	// A rune that straddles the cut is left out whole, never split.
+	straddle := strings.Repeat("x", 63) + "é" + huge
+	for name, tc := range map[string]struct {
+		opt  httplimit.Option
+		want string // the start of the input, as the error quotes it
+	}{
+		"not a network":              {httplimit.WithTrustedProxies(httplimit.XForwardedFor, huge), cut},
+		"not a network, UTF-8":       {httplimit.WithTrustedProxies(httplimit.XForwardedFor, straddle), strconv.Quote(straddle[:63]) + "…"},
+		"bad header name":            {httplimit.WithKeyFrom(httplimit.RequestHeader(huge + " ")), "RequestHeader(" + cut + ")"},
+		"unknown key too long":       {httplimit.WithUnknownKey(huge), cut},
+		"policy name too long":       {httplimit.WithPolicy(huge, rule), cut},
+		"policy name not ASCII":      {httplimit.WithPolicy(straddle, rule), strconv.Quote(straddle[:63]) + "…"},
+		"policy name, bad rule":      {httplimit.WithPolicy("default", admit.Rule{}), `"default"`},
+		"header name with a newline": {httplimit.WithKeyFrom(httplimit.ClientIP(), httplimit.RequestHeader("X\n"+huge)), "RequestHeader(" + strconv.Quote(("X\n" + huge)[:64]) + "…)"},
+	} {
+		_, err := httplimit.New(lim, tc.opt)
+		require.Errorf(t, err, "%s", name)
+		assert.ErrorIsf(t, err, admit.ErrInvalidOption, "%s", name)
+		assert.Containsf(t, err.Error(), tc.want, "%s: the error quotes the start of the input", name)
+		assert.LessOrEqualf(t, len(err.Error()), 300, "%s: the error is bounded: %.400s", name, err)
+	}
+}
+
 // TestShadowMode: decisions and headers as usual, but every request passes,
 // and each would-be denial reaches the hook.
 func TestShadowMode(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/admit-go/admit"
 )
@@ -34,6 +35,24 @@ type config struct {
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("httplimit: %w: "+format, append([]any{admit.ErrInvalidOption}, args...)...)
+}
+
+// maxQuoted is the most bytes of an input an error message quotes.
+const maxQuoted = 64
+
+// quote quotes s for an error message, cut to its first maxQuoted bytes (and
+// "…"), so that a huge input (a 1 MiB network list, a header name read from
+// a file) cannot make a huge error. A rune that straddles the cut is left out
+// whole; bytes that are not UTF-8 are cut where they are (Quote escapes them).
+func quote(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	cut := maxQuoted
+	for cut > maxQuoted-utf8.UTFMax+1 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "…"
 }
 
 func (c *config) setKey(opt string) error {
@@ -75,7 +94,7 @@ func WithKeyFrom(parts ...KeyPart) Option {
 			case p.kind < partIP || p.kind > partRoute:
 				return invalid("WithKeyFrom: part %d is the zero KeyPart; build parts with ClientIP, RequestHeader, Method, Path or Route", i)
 			case p.kind == partHeader && !validHeaderName(p.header):
-				return invalid("WithKeyFrom: %v: not a header name; want a token such as \"X-API-Key\"", p)
+				return invalid("WithKeyFrom: RequestHeader(%s): not a header name; want a token such as \"X-API-Key\"", quote(p.header))
 			}
 		}
 		if err := c.setKey("WithKeyFrom"); err != nil {
@@ -135,10 +154,10 @@ func WithTrustedProxies(header ProxyHeader, networks ...string) Option {
 		for _, s := range networks {
 			n, ok := parseNetwork(s)
 			if !ok {
-				return invalid("WithTrustedProxies: %s is not a network; want a CIDR prefix such as \"10.0.0.0/8\" or \"2001:db8::/32\", or an address", strconv.Quote(s))
+				return invalid("WithTrustedProxies: %s is not a network; want a CIDR prefix such as \"10.0.0.0/8\" or \"2001:db8::/32\", or an address", quote(s))
 			}
 			if n.Bits() == 0 {
-				return invalid("WithTrustedProxies: %s trusts every address, which lets any client choose its key; name your proxies' networks", strconv.Quote(s))
+				return invalid("WithTrustedProxies: %s trusts every address, which lets any client choose its key; name your proxies' networks", quote(s))
 			}
 			p.nets = append(p.nets, n)
 		}
@@ -153,7 +172,7 @@ func WithTrustedProxies(header ProxyHeader, networks ...string) Option {
 func WithUnknownKey(key string) Option {
 	return func(c *config) error {
 		if key == "" || len(key) > MaxKeyBytes {
-			return invalid("WithUnknownKey(%q): want a non-empty key of at most %d bytes, such as \"unknown\"", key, MaxKeyBytes)
+			return invalid("WithUnknownKey(%s): want a non-empty key of at most %d bytes, such as \"unknown\"", quote(key), MaxKeyBytes)
 		}
 		c.unknownKey = key
 		return nil
@@ -229,10 +248,10 @@ func WithLegacyHeaders() Option {
 func WithPolicy(name string, rule admit.Rule) Option {
 	return func(c *config) error {
 		if name == "" || len(name) > 64 || strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r > 0x7e }) >= 0 {
-			return invalid("WithPolicy(%q): a quota name is 1 to 64 printable ASCII characters, such as \"default\" or \"per-minute\"", name)
+			return invalid("WithPolicy(%s): a quota name is 1 to 64 printable ASCII characters, such as \"default\" or \"per-minute\"", quote(name))
 		}
 		if err := rule.Validate(); err != nil {
-			return fmt.Errorf("httplimit: %w: WithPolicy(%q): %w", admit.ErrInvalidOption, name, err)
+			return fmt.Errorf("httplimit: %w: WithPolicy(%s): %w", admit.ErrInvalidOption, quote(name), err)
 		}
 		c.policyName, c.policyRule = name, &rule
 		return nil
