@@ -3,6 +3,7 @@ package httplimit
 import (
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -187,6 +188,107 @@ func (p *proxies) trusts(a netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// mappedIPv4 holds the IPv4-mapped IPv6 addresses. The middleware unmaps
+// every address it reads, so no client is ever matched against an IPv6
+// prefix by one of these: as far as trust goes, they belong to IPv4.
+var mappedIPv4 = netip.MustParsePrefix("::ffff:0:0/96")
+
+// coversAFamily returns "" unless the trusted networks, together, contain
+// every address a client of one family can have; then it says which networks
+// do, for an error. Trusting them all is trusting "0.0.0.0/0" or "::/0": any
+// client could then write its own address in the header.
+func (p *proxies) coversAFamily() string {
+	for _, is4 := range []bool{true, false} {
+		var fam []netip.Prefix
+		for _, n := range p.nets {
+			if n.Addr().Is4() == is4 {
+				fam = append(fam, n)
+			}
+		}
+		if len(fam) == 0 {
+			continue
+		}
+		slices.SortFunc(fam, func(a, b netip.Prefix) int {
+			if c := a.Addr().Compare(b.Addr()); c != 0 {
+				return c
+			}
+			return a.Bits() - b.Bits()
+		})
+		fam = slices.Compact(fam)
+		family, what := "IPv4", "every IPv4 address"
+		if !is4 {
+			family, what = "IPv6", "every IPv6 address"
+			if !covers(fam, netip.IPv6Unspecified()) {
+				// The mapped addresses are never matched as IPv6: a set that
+				// leaves out only them still trusts every IPv6 client.
+				what = "every IPv6 address (the IPv4-mapped ones count as IPv4)"
+				with := append(slices.Clone(fam), mappedIPv4)
+				slices.SortFunc(with, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) })
+				if !covers(with, netip.IPv6Unspecified()) {
+					continue
+				}
+			}
+		} else if !covers(fam, netip.IPv4Unspecified()) {
+			continue
+		}
+		const shown = 4
+		var sb strings.Builder
+		sb.WriteString("the ")
+		sb.WriteString(family)
+		sb.WriteString(" networks ")
+		for i, n := range fam[:min(len(fam), shown)] {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString(n.String())
+		}
+		if len(fam) > shown {
+			sb.WriteString(" and ")
+			sb.WriteString(strconv.Itoa(len(fam) - shown))
+			sb.WriteString(" more")
+		}
+		sb.WriteString(" cover ")
+		sb.WriteString(what)
+		return sb.String()
+	}
+	return ""
+}
+
+// covers reports whether the masked prefixes nets, sorted by address and all
+// of first's family, together contain every address from first (the family's
+// lowest) to the family's highest.
+func covers(nets []netip.Prefix, first netip.Addr) bool {
+	next := first // the lowest address not yet known to be covered
+	for _, n := range nets {
+		if n.Addr().Compare(next) > 0 {
+			return false // a gap before n, and every later prefix starts after it
+		}
+		if last := lastAddr(n); last.Compare(next) >= 0 {
+			if next = last.Next(); !next.IsValid() {
+				return true // last is the family's highest address
+			}
+		}
+	}
+	return false
+}
+
+// lastAddr returns the highest address of the masked prefix n.
+func lastAddr(n netip.Prefix) netip.Addr {
+	a := n.Addr()
+	if a.Is4() {
+		b := a.As4()
+		for i := n.Bits(); i < 32; i++ {
+			b[i/8] |= 1 << (7 - i%8)
+		}
+		return netip.AddrFrom4(b)
+	}
+	b := a.As16()
+	for i := n.Bits(); i < 128; i++ {
+		b[i/8] |= 1 << (7 - i%8)
+	}
+	return netip.AddrFrom16(b)
 }
 
 // parseNetwork reads a trusted network: a CIDR prefix ("10.0.0.0/8",

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,6 +103,64 @@ func TestBadOptionsCutInput(t *testing.T) {
 		assert.ErrorIsf(t, err, admit.ErrInvalidOption, "%s", name)
 		assert.Containsf(t, err.Error(), tc.want, "%s: the error quotes the start of the input", name)
 		assert.LessOrEqualf(t, len(err.Error()), 300, "%s: the error is bounded: %.400s", name, err)
+	}
+}
+
+// TestTrustedProxiesEveryAddress: networks that together cover every address
+// of a family are refused, as "0.0.0.0/0" is, however they are split, written
+// or spread over calls; sets that leave a gap are accepted.
+func TestTrustedProxiesEveryAddress(t *testing.T) {
+	lim, _ := limiter(t, "token-bucket,5,10s", clock.NewFake())
+	tp := func(nets ...string) httplimit.Option {
+		return httplimit.WithTrustedProxies(httplimit.XForwardedFor, nets...)
+	}
+	slash8s := make([]string, 256)
+	for i := range slash8s {
+		slash8s[i] = strconv.Itoa(i) + ".0.0.0/8"
+	}
+	// Every IPv6 address but the IPv4-mapped ones (::ffff:0:0/96), which the
+	// middleware keys as IPv4: the complement of that /96, in 96 prefixes.
+	var notMapped []string
+	mapped := netip.MustParseAddr("::ffff:0:0").As16()
+	for i := range 96 {
+		a := mapped
+		a[i/8] ^= 1 << (7 - i%8)
+		notMapped = append(notMapped, netip.PrefixFrom(netip.AddrFrom16(a), i+1).Masked().String())
+	}
+	const ipv4 = "cover every IPv4 address, which lets any client choose its key; name your proxies' networks"
+	const ipv6 = "cover every IPv6 address, which lets any client choose its key; name your proxies' networks"
+	for _, tc := range []struct {
+		name string
+		opts []httplimit.Option
+		want string // "": accepted
+	}{
+		{"two halves", []httplimit.Option{tp("0.0.0.0/1", "128.0.0.0/1")}, `WithTrustedProxies: the IPv4 networks 0.0.0.0/1, 128.0.0.0/1 ` + ipv4},
+		{"halves in two calls", []httplimit.Option{tp("128.0.0.0/1"), tp("0.0.0.0/1")}, `WithTrustedProxies: the IPv4 networks 0.0.0.0/1, 128.0.0.0/1 ` + ipv4},
+		{"overlapping, unmasked, with an address", []httplimit.Option{tp("10.0.0.1", "0.1.2.3/1", "100.0.0.0/1", "128.0.0.0/2", "192.0.0.0/2")}, `WithTrustedProxies: the IPv4 networks 0.0.0.0/1, 10.0.0.1/32, 128.0.0.0/2, 192.0.0.0/2 ` + ipv4},
+		{"IPv4-mapped halves", []httplimit.Option{tp("::ffff:0.0.0.0/97", "::ffff:128.0.0.0/97")}, `WithTrustedProxies: the IPv4 networks 0.0.0.0/1, 128.0.0.0/1 ` + ipv4},
+		{"mapped and plain", []httplimit.Option{tp("::ffff:0.0.0.0/97", "128.0.0.0/1", "2001:db8::/32")}, `WithTrustedProxies: the IPv4 networks 0.0.0.0/1, 128.0.0.0/1 ` + ipv4},
+		{"256 /8s", []httplimit.Option{tp(slash8s...)}, `WithTrustedProxies: the IPv4 networks 0.0.0.0/8, 1.0.0.0/8, 2.0.0.0/8, 3.0.0.0/8 and 252 more ` + ipv4},
+		{"IPv6 halves", []httplimit.Option{tp("::/1", "8000::/1")}, `WithTrustedProxies: the IPv6 networks ::/1, 8000::/1 ` + ipv6},
+		{"IPv6 but the mapped addresses", []httplimit.Option{tp(notMapped...)}, `WithTrustedProxies: the IPv6 networks ::/81, ::8000:0:0/82, ::c000:0:0/83, ::e000:0:0/84 and 92 more cover every IPv6 address (the IPv4-mapped ones count as IPv4), which lets any client choose its key; name your proxies' networks`},
+		// A gap, however small, is a set of proxies.
+		{"one IPv4 address short", []httplimit.Option{tp("0.0.0.0/1", "128.0.0.0/2", "192.0.0.0/3", "224.0.0.0/4", "240.0.0.0/5", "248.0.0.0/6", "252.0.0.0/7", "254.0.0.0/8",
+			"255.0.0.0/9", "255.128.0.0/10", "255.192.0.0/11", "255.224.0.0/12", "255.240.0.0/13", "255.248.0.0/14", "255.252.0.0/15", "255.254.0.0/16",
+			"255.255.0.0/17", "255.255.128.0/18", "255.255.192.0/19", "255.255.224.0/20", "255.255.240.0/21", "255.255.248.0/22", "255.255.252.0/23", "255.255.254.0/24",
+			"255.255.255.0/25", "255.255.255.128/26", "255.255.255.192/27", "255.255.255.224/28", "255.255.255.240/29", "255.255.255.248/30", "255.255.255.252/31", "255.255.255.254")}, ""},
+		{"255 /8s", []httplimit.Option{tp(slash8s[1:]...)}, ""},
+		{"an IPv4 half and an IPv6 half", []httplimit.Option{tp("0.0.0.0/1", "::/1")}, ""},
+		// An IPv6 prefix that contains the mapped range trusts no IPv4 client:
+		// clients' mapped addresses are keyed, and matched, as IPv4.
+		{"IPv6 prefix over the mapped range and an IPv4 half", []httplimit.Option{tp("::/8", "128.0.0.0/1")}, ""},
+	} {
+		_, err := httplimit.New(lim, tc.opts...)
+		if tc.want == "" {
+			assert.NoErrorf(t, err, "%s", tc.name)
+			continue
+		}
+		require.Errorf(t, err, "%s", tc.name)
+		assert.ErrorIsf(t, err, admit.ErrInvalidOption, "%s", tc.name)
+		assert.Equalf(t, "httplimit: admit: invalid option: "+tc.want, err.Error(), "%s", tc.name)
 	}
 }
 

@@ -133,9 +133,11 @@ func validHeaderName(s string) bool {
 //
 // Calling it again with the same header adds networks. It is an error to call
 // it with no networks, a network that does not parse, a network of every
-// address ("0.0.0.0/0", "::/0"), a second header, or
-// together with a key that does not use the client IP ([WithKey], or
-// [WithKeyFrom] without [ClientIP]).
+// address ("0.0.0.0/0", "::/0"), networks that together cover every address
+// of a family ("0.0.0.0/1" and "128.0.0.0/1", in one call or over several;
+// IPv4-mapped prefixes such as "::ffff:0.0.0.0/97" count as the IPv4
+// networks they map), a second header, or together with a key that does not
+// use the client IP ([WithKey], or [WithKeyFrom] without [ClientIP]).
 func WithTrustedProxies(header ProxyHeader, networks ...string) Option {
 	return func(c *config) error {
 		if header != XForwardedFor && header != Forwarded {
@@ -160,6 +162,9 @@ func WithTrustedProxies(header ProxyHeader, networks ...string) Option {
 				return invalid("WithTrustedProxies: %s trusts every address, which lets any client choose its key; name your proxies' networks", quote(s))
 			}
 			p.nets = append(p.nets, n)
+		}
+		if msg := p.coversAFamily(); msg != "" {
+			return invalid("WithTrustedProxies: %s, which lets any client choose its key; name your proxies' networks", msg)
 		}
 		c.proxies = p
 		return nil
