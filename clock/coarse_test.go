@@ -1,13 +1,18 @@
 package clock
 
 import (
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
+
+// TestMain fails the package if a coarse clock's goroutine outlives the tests.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // The coarse clock's goroutine and ticker run inside a synctest bubble, where
 // time is fake and advances only when every goroutine in the bubble is blocked:
@@ -66,4 +71,30 @@ func TestCoarseSystem(t *testing.T) {
 	first := c.Now()
 	assert.GreaterOrEqual(t, first, time.Duration(0))
 	assert.LessOrEqual(t, first, System().Now(), "a coarse reading never runs ahead of the system clock")
+}
+
+// TestCoarseZeroValue: a zero CoarseClock is a stopped one. It reads the
+// system clock directly, starts no goroutine, and Stop does nothing.
+func TestCoarseZeroValue(t *testing.T) {
+	var c CoarseClock
+	for i := range 2 {
+		before := System().Now()
+		got := c.Now()
+		after := System().Now()
+		assert.True(t, before <= got && got <= after, "step %d: zero CoarseClock.Now() = %v, want a System reading between %v and %v", i, got, before, after)
+		assert.NotPanics(t, c.Stop, "step %d: Stop of a zero CoarseClock", i)
+	}
+	// Stop from many goroutines at once, as on a clock that runs, inside a
+	// bubble: a Stop that waited for a goroutine that never started would be
+	// reported as a deadlock rather than hang.
+	var z CoarseClock
+	synctest.Test(t, func(t *testing.T) {
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(z.Stop)
+		}
+		wg.Wait()
+	})
+	before := System().Now()
+	assert.LessOrEqual(t, before, z.Now(), "after Stop, the zero CoarseClock still reads System")
 }
