@@ -111,9 +111,9 @@ func WithClock(c clock.Clock) Option {
 // exactly: a Window over 2^51 units (26 days in nanoseconds with WithClock,
 // 71 years in microseconds), and for the token bucket and sliding counter a
 // Limit × Window over 2^52 units. With server time that last bound is 2.3%
-// short of admit's own (Limit × Window <= 2^62 ns): it allows 52,125 per day
-// where admit allows 53,375. With WithClock, counting nanoseconds, it allows
-// 1,000 per 75 minutes, or 1,000,000 per 4.5 seconds.
+// short of admit's own (Limit × Window <= 2^62 ns): it allows at most 52,124
+// per day where admit allows 53,375. With WithClock, counting nanoseconds, it
+// allows at most 1,000 per 75 minutes, or 4,503,599 per second.
 func New(client redis.Scripter, rule admit.Rule, opts ...Option) (*Limiter, error) {
 	if isNil(client) {
 		return nil, fmt.Errorf("%w: redisstore.New: the client is nil", admit.ErrInvalidOption)

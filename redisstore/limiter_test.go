@@ -77,6 +77,48 @@ func TestNewRefusesBadInput(t *testing.T) {
 	assert.NoError(t, err, "50,000 per day with server time")
 }
 
+// TestDomainAsDocumented holds each number docs/redis.md and New's doc give
+// for the scripts' exact domain to what New does: the largest rule said to
+// fit is accepted, and the next one up is refused.
+func TestDomainAsDocumented(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}) // never dialled
+	defer c.Close()
+	const day = 24 * time.Hour
+	fake := redisstore.WithClock(clock.NewFake())
+	for _, tc := range []struct {
+		statement string
+		alg       admit.Algorithm
+		fits      admit.Rule // Algorithm taken from alg
+		refused   admit.Rule // the next one up
+		opts      []redisstore.Option
+	}{
+		{"server time: 52,124 per day", admit.TokenBucket,
+			admit.Rule{Limit: 52_124, Window: day}, admit.Rule{Limit: 52_125, Window: day}, nil},
+		{"server time: 52,124 per day", admit.SlidingCounter,
+			admit.Rule{Limit: 52_124, Window: day}, admit.Rule{Limit: 52_125, Window: day}, nil},
+		{"server time: a window of 2^51 µs, 71 years", admit.FixedWindow,
+			admit.Rule{Limit: 1, Window: 1 << 51 * time.Microsecond}, admit.Rule{Limit: 1, Window: (1<<51 + 1) * time.Microsecond}, nil},
+		{"WithClock: 1,000 per 75 minutes", admit.TokenBucket,
+			admit.Rule{Limit: 1000, Window: 75 * time.Minute}, admit.Rule{Limit: 1001, Window: 75 * time.Minute}, []redisstore.Option{fake}},
+		{"WithClock: 4,503,599 per second", admit.SlidingCounter,
+			admit.Rule{Limit: 4_503_599, Window: time.Second}, admit.Rule{Limit: 4_503_600, Window: time.Second}, []redisstore.Option{fake}},
+		{"WithClock: a window of 2^51 ns, 26 days", admit.SlidingLog,
+			admit.Rule{Limit: 1, Window: 1 << 51}, admit.Rule{Limit: 1, Window: 1<<51 + 1}, []redisstore.Option{fake}},
+	} {
+		tc.fits.Algorithm, tc.refused.Algorithm = tc.alg, tc.alg
+		_, err := redisstore.New(c, tc.fits, tc.opts...)
+		assert.NoError(t, err, "%s: %v fits", tc.statement, tc.fits)
+		require.NoError(t, tc.refused.Validate(), "%s: admit itself accepts %v", tc.statement, tc.refused)
+		_, err = redisstore.New(c, tc.refused, tc.opts...)
+		assert.ErrorIs(t, err, admit.ErrUnsupported, "%s: %v is refused", tc.statement, tc.refused)
+	}
+
+	// admit's own bound, Limit × Window <= 2^62 ns, which the scripts'
+	// 2^52 µs falls 2.3% short of: 53,375 per day.
+	assert.NoError(t, admit.Rule{Algorithm: admit.TokenBucket, Limit: 53_375, Window: day}.Validate())
+	assert.ErrorIs(t, admit.Rule{Algorithm: admit.TokenBucket, Limit: 53_376, Window: day}.Validate(), admit.ErrInvalidRule)
+}
+
 func TestNewKeyedRefusesBadPolicy(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	defer c.Close()
@@ -443,8 +485,10 @@ func TestExpiryIsLossless(t *testing.T) {
 }
 
 // TestMemoryPerKey reports what one key's state costs Redis (MEMORY USAGE,
-// with a 12-byte key and the default prefix), and holds the string states
-// to a bound: go test -run TestMemoryPerKey -v ./redisstore.
+// with 12-byte user keys in 30- to 34-byte Redis key names), and holds the
+// string states to a bound. From the repository root:
+//
+//	cd redisstore && go test -run '^TestMemoryPerKey$' -v .
 func TestMemoryPerKey(t *testing.T) {
 	c := newClient(t, redistest.Start(t))
 	ctx := context.Background()
