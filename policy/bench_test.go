@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,4 +78,53 @@ func BenchmarkCheckParallel(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkPairBytes measures what a Service holds per (user, API) pair with
+// its default factory: it checks pairs=N new users of one API, with 12-byte
+// names, under a default rule of limit per minute (each pair admitted once on
+// a frozen clock, so none is idle and dropped), and reports B/pair, the live
+// heap's growth after a full collection divided by N: the user name's copy,
+// the state and the keyed limiter's share. The API's own limiter is built
+// before the measurement. Run it with -benchtime=1x; a Go map's share per key
+// depends on where N falls in its cycle of growth.
+func BenchmarkPairBytes(b *testing.B) {
+	const pairs = 100_000
+	for _, r := range []struct {
+		alg   string
+		limit int
+	}{{"token-bucket", 10}, {"fixed-window", 10}, {"sliding-counter", 10}, {"sliding-log", 10}, {"sliding-log", 100}} {
+		b.Run("algo="+r.alg+"/limit="+strconv.Itoa(r.limit)+"/pairs="+strconv.Itoa(pairs), func(b *testing.B) {
+			var perPair float64
+			for range b.N {
+				fake := clock.NewFake()
+				s := service(b, parse(b, "default = "+r.alg+","+strconv.Itoa(r.limit)+",1m"), admit.WithClock(fake))
+				s.Check("first", "/orders") // the API's limiter
+				users := make([]string, pairs)
+				for i := range users {
+					users[i] = "user-" + strconv.Itoa(1_000_000+i)
+				}
+				before := liveHeap()
+				for _, u := range users {
+					if !s.Check(u, "/orders").Allowed {
+						b.Fatalf("Check(%q, /orders) denied", u)
+					}
+				}
+				after := liveHeap()
+				runtime.KeepAlive(users)
+				runtime.KeepAlive(s)
+				perPair = float64(after-before) / pairs
+			}
+			b.ReportMetric(perPair, "B/pair")
+		})
+	}
+}
+
+// liveHeap returns the bytes of live heap objects after a full collection.
+func liveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }

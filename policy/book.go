@@ -274,9 +274,11 @@ func quoteName(s string) string {
 }
 
 // Error is a problem in the text of a rule book. Every error that [Parse],
-// [ParseJSON] and [Load] return for a malformed book is an *Error (an error
-// reading the file is returned as it is). Its message says where the problem
-// is and what would be right:
+// [ParseJSON] and [Load] return for a malformed book is an *Error. An error
+// opening or reading the file is not: it is returned wrapped with what policy
+// was doing ("policy: open rules.conf: no such file or directory"), and
+// [errors.Is] sees through the wrapping (errors.Is(err, fs.ErrNotExist)). An
+// Error's message says where the problem is and what would be right:
 //
 //	rules.conf: line 3: api./login: admit: invalid rule: limit 0 must be at least 1 (…)
 //	rules.json: line 4: apis["/login"].algoConfig: unknown field "capacty"; TokenBucket wants "capacity" and "refillRatePerSecond"
@@ -326,7 +328,8 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Load reads a rule book from a file: the JSON format if the file's name ends
 // in ".json" (in any case), else the properties format. The returned errors
-// that concern the book's text are *[Error]s whose File is path.
+// that concern the book's text are *[Error]s whose File is path; an error
+// opening or reading the file is wrapped ("policy: open …: …").
 func Load(path string) (*Book, error) {
 	f, err := os.Open(path)
 	if err != nil {

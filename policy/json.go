@@ -52,7 +52,8 @@ import (
 //
 //	line 4: apis["/login"].algoConfig: unknown field "capacty"; TokenBucket wants "capacity" and "refillRatePerSecond"
 //
-// An error reading r is returned wrapped, as it is.
+// An error reading r is not an *Error: it is returned wrapped ("policy:
+// reading rules: …"), for [errors.Is] to see through.
 func ParseJSON(r io.Reader) (*Book, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxJSONBytes+1))
 	if err != nil {

@@ -35,7 +35,8 @@ import (
 //
 // Input is bounded: a line longer than [MaxLineBytes], more than [MaxLines]
 // lines, a file that is not UTF-8 (or starts with a byte order mark) is an
-// error. An error reading r is returned wrapped, as it is.
+// error. An error reading r is not an *Error: it is returned wrapped
+// ("policy: reading rules after line 12: …"), for [errors.Is] to see through.
 func Parse(r io.Reader) (*Book, error) {
 	sc := bufio.NewScanner(r)
 	// Room for the longest line plus its "\r\n", so that one byte more is

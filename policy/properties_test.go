@@ -211,6 +211,11 @@ func TestLoad(t *testing.T) {
 	assert.Equal(t, badProps+": line 2: api./login: admit: invalid rule: limit 0 must be at least 1 (a rule that admits nothing is not a rate limit)", err.Error())
 	assert.ErrorIs(t, err, admit.ErrInvalidRule)
 
-	_, err = policy.Load(filepath.Join(dir, "missing.conf"))
+	// An error opening the file is wrapped, not an *Error: errors.Is sees
+	// through it.
+	missing := filepath.Join(dir, "missing.conf")
+	_, err = policy.Load(missing)
 	assert.ErrorIs(t, err, os.ErrNotExist)
+	assert.False(t, errors.As(err, &pe), "an open error is not a *policy.Error")
+	assert.True(t, strings.HasPrefix(err.Error(), "policy: open "+missing+": "), "%q", err)
 }

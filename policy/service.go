@@ -33,13 +33,15 @@ import (
 // holding one state per user. An API costs one empty keyed limiter: about
 // 6 KiB with the default atomic variant and 3.7 KiB with the locked one at
 // GOMAXPROCS=2 (both grow with GOMAXPROCS, through their padded stripes); a
-// pair costs its key, its state and a map slot, about 100 bytes for a token
-// bucket, plus 8 bytes per unit of Limit for a sliding log. The limiters drop idle pairs as they go
+// pair costs its user name's copy, its state and its share of the keyed
+// limiter, about 105 bytes with 12-byte names for every algorithm but the
+// sliding log, which costs about 100 bytes plus 8 per unit of Limit
+// (measured by BenchmarkPairBytes). The limiters drop idle pairs as they go
 // (a pair whose state equals a fresh one's, so no decision changes), but a
-// limiter, once built for an API, stays. API names come
-// from requests: pass the route ("/users/{id}"), not the raw path, or every
-// distinct path that reaches Check costs a limiter, and keep names that are
-// not routes away from Check. See docs/configuration.md.
+// limiter, once built for an API, stays. API names come from requests: pass
+// the route ("/users/{id}"), not the raw path, or every distinct path that
+// reaches Check costs a limiter, and keep names that are not routes away from
+// Check. See docs/configuration.md.
 type Service struct {
 	build builder
 	mu    sync.Mutex // serializes Reload; Check never takes it
@@ -147,10 +149,12 @@ func (g *group) allowNSlow(api, user string, n int) admit.Decision {
 //
 // The limiters are built by the factory given with [admit.WithFactory], such
 // as WithFactory(locked.New); without one, by the variant the package picks
-// for each algorithm (currently locked, the only one released). Every option
-// is passed on to the factory: WithClock(fake) makes every limiter read the
-// fake clock. A nil book, a book without a default rule (the zero Book), an
-// invalid option and a factory error are errors.
+// for each algorithm: atomic ([admitatomic.New]) for the token bucket, the
+// fixed window and the sliding counter, locked ([locked.New]) for the sliding
+// log, which atomic does not support. Every option is passed on to the
+// factory: WithClock(fake) makes every limiter read the fake clock. A nil
+// book, a book without a default rule (the zero Book), an invalid option and
+// a factory error are errors.
 func NewService(book *Book, opts ...admit.Option) (*Service, error) {
 	if book == nil {
 		return nil, errors.New("policy: NewService(nil): want a *Book from Parse, ParseJSON or Load")

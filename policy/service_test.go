@@ -122,7 +122,7 @@ func TestServiceCheckN(t *testing.T) {
 }
 
 // TestServiceCopiesNames checks that the Service keeps its own copy of an API
-// name: a caller may build names in a buffer it reuses (RELIABILITY E5).
+// name: a caller may build names in a buffer it reuses.
 func TestServiceCopiesNames(t *testing.T) {
 	fake := clock.NewFake()
 	s := service(t, parse(t, "default = fixed-window,1,10\nuser.u = fixed-window,1,10"), admit.WithClock(fake))
