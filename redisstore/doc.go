@@ -15,6 +15,11 @@
 // explicit [Policy]: fail closed, fail open or fall back to a local limiter,
 // with a per-call timeout.
 //
+// On a server out of memory under maxmemory-policy noeviction, an admission
+// fails with Redis's OOM error having written nothing: every script reads and
+// decides before it writes, and writes first with a command Redis refuses
+// then. A denial, which writes nothing, is still answered.
+//
 // The scripts need Redis 5 or newer (they write after reading TIME, which
 // Redis 5 allows by replicating effects; they call no deprecated command,
 // such as redis.replicate_commands). See docs/redis.md for the costs.

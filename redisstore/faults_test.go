@@ -158,3 +158,77 @@ func TestAllowNReturnsErrors(t *testing.T) {
 	var rerr redis.Error
 	assert.False(t, errors.As(err, &rerr), "a network error, not a server reply: %v", err)
 }
+
+// TestOutOfMemory runs every algorithm's script on a server out of memory
+// under noeviction (maxmemory set to one byte once the states are written):
+// an admission fails with Redis's OOM error and writes nothing, not even to
+// a sliding log whose expired entries it would trim, however many times it is
+// tried; a denial is still answered; a new key is not created. Once memory is
+// back, decisions resume where the states were.
+func TestOutOfMemory(t *testing.T) {
+	srv := redistest.Start(t, "--maxmemory-policy", "noeviction")
+	c := newClient(t, srv)
+	ctx := context.Background()
+	fake := clock.NewFake()
+	lims := make([]*redisstore.Limiter, len(algorithms))
+	for i, alg := range algorithms {
+		var err error
+		lims[i], err = redisstore.New(c, admit.Rule{Algorithm: alg, Limit: 3, Window: time.Second}, redisstore.WithClock(fake), freshPrefix("oom"))
+		require.NoError(t, err)
+		for range 3 {
+			d, err := lims[i].Allow(ctx, "full")
+			require.NoError(t, err)
+			require.True(t, d.Allowed, "%v", alg)
+		}
+	}
+	// state returns what the server holds at key: its serialized value
+	// and its absolute expiry, nil for a missing key.
+	state := func(key string) []any {
+		dump, err := c.Dump(ctx, key).Result()
+		if errors.Is(err, redis.Nil) {
+			return nil
+		}
+		require.NoError(t, err)
+		at, err := c.Do(ctx, "PEXPIRETIME", key).Int64()
+		require.NoError(t, err)
+		return []any{dump, at}
+	}
+	before := make([][]any, len(lims))
+	for i, l := range lims {
+		before[i] = state(l.Key("full"))
+		require.NotNil(t, before[i])
+	}
+
+	require.NoError(t, c.ConfigSet(ctx, "maxmemory", "1").Err())
+	require.True(t, redis.IsOOMError(c.Set(ctx, "probe", "x", 0).Err()), "the server is out of memory")
+	for _, l := range lims {
+		d, err := l.Allow(ctx, "full")
+		require.NoError(t, err, "%v: a denial writes nothing, so it is answered", l.Rule())
+		assert.False(t, d.Allowed, "%v", l.Rule())
+	}
+	for i, l := range lims {
+		alg := l.Rule().Algorithm
+		for step := range 20 {
+			// Every earlier admission has expired: each script would write.
+			fake.Advance(2 * time.Second)
+			d, err := l.Allow(ctx, "full")
+			assert.True(t, redis.IsOOMError(err), "%v, step %d: want Redis's OOM error, got %v", alg, step, err)
+			assert.Zero(t, d, "%v, step %d", alg, step)
+		}
+		assert.Equal(t, before[i], state(l.Key("full")), "%v: the state is as it was before the server ran out of memory", alg)
+		_, err := l.Allow(ctx, "new")
+		assert.True(t, redis.IsOOMError(err), "%v: a new key: %v", alg, err)
+		assert.Nil(t, state(l.Key("new")), "%v: no new key", alg)
+	}
+
+	// Every admission has expired by now: the key decides as a fresh one.
+	require.NoError(t, c.ConfigSet(ctx, "maxmemory", "0").Err())
+	for _, l := range lims {
+		d, err := l.Allow(ctx, "full")
+		require.NoError(t, err)
+		fresh, err := l.Allow(ctx, "fresh")
+		require.NoError(t, err)
+		assert.True(t, d.Allowed, "%v: decided again", l.Rule())
+		assert.Equal(t, fresh, d, "%v: decided again", l.Rule())
+	}
+}

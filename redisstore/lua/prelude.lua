@@ -14,6 +14,17 @@
 -- units) and rules (window <= 2^51 units, limit x window <= 2^52 units), so
 -- all arithmetic below is exact. The reply is {allowed, remaining,
 -- retry-after, reset-after}, durations in units.
+--
+-- Out of memory: every script reads and decides before it writes, and its
+-- first write is one that Redis refuses when used memory is over maxmemory
+-- (SET, RPUSH: commands flagged deny-oom). Redis applies that refusal only
+-- until a script's first write, since it never stops a script half way: a
+-- script whose first write were LTRIM, DEL or PEXPIRE, which it lets through,
+-- could go on to grow a key past maxmemory. So under noeviction an admission
+-- fails with Redis's OOM error having written nothing, and a denial, which
+-- writes nothing, is still answered. The scripts declare no flags (a
+-- '#!lua' first line): Redis 7 would then refuse a script whole when out of
+-- memory, reads included, and Redis 6 and older cannot parse that line.
 local key = KEYS[1]
 local n = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])

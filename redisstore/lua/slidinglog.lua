@@ -1,6 +1,7 @@
 -- Sliding log, as internal/kernel/slidinglog.go. State: a list whose first
 -- element is the tag and whose others are the admissions' times, ascending.
-local size = redis.call('LLEN', key)
+local stored = redis.call('LLEN', key)
+local size = stored
 if size > 0 then
   local first = redis.call('LINDEX', key, 0)
   check(tostring(first), first)
@@ -41,23 +42,24 @@ if live + n > limit then
   return {0, 0, wait(at(dead + live + n - limit - 1) + window), untilEmpty()}
 end
 if n > 0 then
-  if dead == size then -- nothing live: start the list again
-    if size > 0 then
-      redis.call('DEL', key)
-    end
-    redis.call('RPUSH', key, tag)
-  elseif dead > 0 then
-    redis.call('LTRIM', key, dead, -1) -- the last expired entry becomes the tag
-    redis.call('LSET', key, 0, tag)
-  end
+  -- Every read and the decision are done; now the writes, the first of them
+  -- one Redis refuses when it is out of memory (RPUSH): see the prelude.
   local t = string.format('%d', eff)
   local batch = {}
+  if stored == 0 then
+    batch[1] = tag -- a new list starts with the tag
+  end
   for i = 1, n do
     batch[#batch + 1] = t
-    if #batch == 1000 or i == n then
+    if #batch >= 1000 or i == n then
       redis.call('RPUSH', key, unpack(batch))
       batch = {}
     end
+  end
+  if dead > 0 then
+    -- entries 1 to dead have expired: the last of them becomes the tag
+    redis.call('LTRIM', key, dead, -1)
+    redis.call('LSET', key, 0, tag)
   end
   live = live + n
   newest = eff
