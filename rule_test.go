@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"reflect"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/quick"
@@ -333,6 +334,29 @@ func TestParseRuleQuotesInvalidUTF8(t *testing.T) {
 		_, err := admit.ParseRule(tc.in)
 		require.Errorf(t, err, "ParseRule(%q)", tc.in)
 		assert.Containsf(t, err.Error(), tc.echo, "ParseRule(%q) error should quote the start of the field", tc.in)
+	}
+}
+
+// TestParseRuleQuoteBoundary pins the cut of a quoted field at exactly 48
+// bytes, in every field an error quotes: 47 and 48 bytes are quoted whole, 49
+// are cut to 48 and "…".
+func TestParseRuleQuoteBoundary(t *testing.T) {
+	for _, n := range []int{47, 48, 49} {
+		field := strings.Repeat("z", n)
+		want := strconv.Quote(field)
+		if n > 48 {
+			want = strconv.Quote(field[:48]) + "…"
+		}
+		for _, tc := range []struct{ in, quoted string }{
+			{field + ",5,10", "algorithm " + want + " is unknown"},
+			{"token-bucket," + field + ",10", "limit " + want + " is not accepted"},
+			{"token-bucket,5," + field, "window " + want + " "},
+			{"token-bucket,5,1" + field, "has unknown unit " + want + ";"}, // the unit is the window less its digit
+		} {
+			_, err := admit.ParseRule(tc.in)
+			require.Errorf(t, err, "ParseRule(%q)", tc.in)
+			assert.Containsf(t, err.Error(), tc.quoted, "ParseRule of a %d-byte field", n)
+		}
 	}
 }
 
