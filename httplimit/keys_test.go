@@ -262,3 +262,51 @@ func TestKeyTrustedNetworkForms(t *testing.T) {
 		{"ipv6 prefix", "[2001:db8:5::1]:1", xff("198.51.100.7"), "198.51.100.7"},
 	})
 }
+
+// TestKeyFromSeparator: a part that holds the separator, wherever it is in
+// the value (first byte included), makes the request keyless, so that no two
+// combinations of parts give one key.
+func TestKeyFromSeparator(t *testing.T) {
+	user := func(v string) map[string][]string { return map[string][]string{"X-User": {v}} }
+	runKeyCases(t, []httplimit.Option{httplimit.WithKeyFrom(httplimit.RequestHeader("X-User"), httplimit.Method())}, []keyCase{
+		{"plain", "203.0.113.7:1", user("alice"), "alice\x00GET"},
+		{"separator first", "203.0.113.7:1", user("\x00GET"), ""},
+		{"separator alone", "203.0.113.7:1", user("\x00"), ""},
+		{"separator inside", "203.0.113.7:1", user("al\x00ice"), ""},
+		{"separator last", "203.0.113.7:1", user("alice\x00"), ""},
+	})
+}
+
+// TestKeyLongest: a key of exactly MaxKeyBytes is charged, one byte more is
+// no key, whether the key is one part, several joined, or a KeyFunc's.
+func TestKeyLongest(t *testing.T) {
+	user := func(n int) map[string][]string { return map[string][]string{"X-User": {strings.Repeat("u", n)}} }
+	longest := strings.Repeat("u", httplimit.MaxKeyBytes-len("\x00GET"))
+	runKeyCases(t, []httplimit.Option{httplimit.WithKeyFrom(httplimit.RequestHeader("X-User"), httplimit.Method())}, []keyCase{
+		{"parts of MaxKeyBytes", "203.0.113.7:1", user(len(longest)), longest + "\x00GET"},
+		{"parts of MaxKeyBytes+1", "203.0.113.7:1", user(len(longest) + 1), ""},
+	})
+	// The first part alone past the bound, before any separator.
+	runKeyCases(t, []httplimit.Option{httplimit.WithKeyFrom(httplimit.RequestHeader("X-User"), httplimit.Method())}, []keyCase{
+		{"first part of MaxKeyBytes+1", "203.0.113.7:1", user(httplimit.MaxKeyBytes + 1), ""},
+	})
+	runKeyCases(t, []httplimit.Option{httplimit.WithKey(func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), true })}, []keyCase{
+		{"KeyFunc of MaxKeyBytes", "203.0.113.7:1", user(httplimit.MaxKeyBytes), strings.Repeat("u", httplimit.MaxKeyBytes)},
+		{"KeyFunc of MaxKeyBytes+1", "203.0.113.7:1", user(httplimit.MaxKeyBytes + 1), ""},
+	})
+}
+
+// TestKeyTrustedMappedBoundary: an IPv4-mapped prefix of /96 or longer is the
+// IPv4 network it maps; /96 itself maps every IPv4 address, and is refused as
+// "0.0.0.0/0" is.
+func TestKeyTrustedMappedBoundary(t *testing.T) {
+	rec := &recorder{}
+	_, err := httplimit.New(rec, httplimit.WithTrustedProxies(httplimit.XForwardedFor, "::ffff:0.0.0.0/96"))
+	assert.EqualError(t, err, `httplimit: admit: invalid option: WithTrustedProxies: "::ffff:0.0.0.0/96" trusts every address, which lets any client choose its key; name your proxies' networks`)
+	runKeyCases(t, []httplimit.Option{httplimit.WithTrustedProxies(httplimit.XForwardedFor, "::ffff:10.0.0.0/97", "::ffff:192.0.2.53/128")}, []keyCase{
+		{"/97 maps 0.0.0.0/1", "10.0.0.1:1", xff("198.51.100.7"), "198.51.100.7"},
+		{"/97 maps no more", "192.0.2.1:1", xff("198.51.100.7"), "192.0.2.1"},
+		{"/128 maps one address", "192.0.2.53:1", xff("198.51.100.7"), "198.51.100.7"},
+		{"mapped peer", "[::ffff:10.0.0.1]:1", xff("198.51.100.7"), "198.51.100.7"},
+	})
+}

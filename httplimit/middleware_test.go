@@ -164,6 +164,29 @@ func TestTrustedProxiesEveryAddress(t *testing.T) {
 	}
 }
 
+// TestOptionBounds: a quota name of 64 bytes and an unknown key of
+// MaxKeyBytes are accepted, one byte more is an error.
+func TestOptionBounds(t *testing.T) {
+	lim, rule := limiter(t, "token-bucket,5,10s", clock.NewFake())
+	name := strings.Repeat("q", 64)
+	mw, err := httplimit.New(lim, httplimit.WithPolicy(name, rule))
+	require.NoError(t, err, "a quota name of 64 bytes")
+	w := serve(mw.Handler(ok), request("203.0.113.7:1", "/"))
+	assert.Equal(t, []string{`"` + name + `";q=5;w=10`}, w.Header()["Ratelimit-Policy"])
+	_, err = httplimit.New(lim, httplimit.WithPolicy(name+"q", rule))
+	assert.ErrorIs(t, err, admit.ErrInvalidOption, "a quota name of 65 bytes")
+
+	rec := &recorder{}
+	unknown := strings.Repeat("k", httplimit.MaxKeyBytes)
+	mw, err = httplimit.New(rec, httplimit.WithUnknownKey(unknown))
+	require.NoError(t, err, "an unknown key of MaxKeyBytes")
+	serve(mw.Handler(ok), request("garbage", "/"))
+	got, charged := rec.last()
+	assert.True(t, charged && got == unknown, "a keyless request is charged to the unknown key of MaxKeyBytes")
+	_, err = httplimit.New(rec, httplimit.WithUnknownKey(unknown+"k"))
+	assert.ErrorIs(t, err, admit.ErrInvalidOption, "an unknown key of MaxKeyBytes+1")
+}
+
 // TestShadowMode: decisions and headers as usual, but every request passes,
 // and each would-be denial reaches the hook.
 func TestShadowMode(t *testing.T) {
