@@ -12,7 +12,7 @@
 // A state that fits one 64-bit word is packed into an atomic.Uint64 and updated
 // with a CAS on that word: no allocation on any path. A state that does not fit
 // is an immutable snapshot behind an atomic.Pointer, replaced by a CAS on the
-// pointer: one 16- or 32-byte allocation per admission, none on a denial.
+// pointer: one 16- or 24-byte allocation per admission, none on a denial.
 //
 //   - Token bucket, packed ([TokenBucket]): the state is GCRA's theoretical
 //     arrival time, one int64 of nanoseconds. It needs the emission interval
@@ -23,13 +23,21 @@
 //   - Token bucket, snapshot ([TokenBucketSnapshot]): any token-bucket rule,
 //     exact to a fraction of a nanosecond.
 //   - Fixed window, packed ([FixedWindow]): the count and the window index share
-//     the word (see [FixedWindow] for the bit map and its horizon).
-//   - Sliding counter: packed when Limit < 2^16, a snapshot otherwise.
+//     the word, the index as an offset from the clock range's first window.
+//     Every rule fits.
+//   - Sliding counter: packed when its two counts and every window index of
+//     the clock range fit the word, which holds when Limit < 2^16 and Window
+//     >= 2^(2b-1) ns, b being the bit length of Limit (1000 per second packs,
+//     60,000 per second does not); a snapshot otherwise.
 //   - Sliding log: not offered. Its state is a ring of Limit timestamps, which no
 //     single CAS can update; use package locked (or sharded) for it. The
 //     constructors return an error wrapping [admit.ErrUnsupported].
 //
 // [New] and [NewLimiter] choose the packed form whenever the rule allows it.
+// No packed form has a horizon: each decides exactly as the kernel does for
+// every reading of the kernels' clock range, ±(2^62-1) ns (146 years either
+// side of the clock's origin), however far apart its readings lie, and
+// readings past the range's ends are taken as its ends.
 //
 // # Consistency
 //

@@ -2,7 +2,6 @@ package atomic
 
 import (
 	"math"
-	"math/bits"
 	"testing"
 	"time"
 
@@ -61,12 +60,34 @@ func TestFormChoice(t *testing.T) {
 		{rule(admit.TokenBucket, 5, 10*time.Second), &TokenBucket{}},
 		{rule(admit.TokenBucket, 3, 10*time.Second), &TokenBucketSnapshot{}}, // 3.33…s per token
 		{rule(admit.FixedWindow, admit.MaxLimit, admit.MaxLimit*time.Nanosecond), &FixedWindow{}},
+		{rule(admit.FixedWindow, 1, 1), &FixedWindow{}},
 		{rule(admit.SlidingCounter, maxPackedCounterLimit, time.Hour), &slidingCounter{}},
 		{rule(admit.SlidingCounter, maxPackedCounterLimit+1, time.Hour), &slidingCounterSnapshot{}},
+		// Packed, the index needs Window >= 2^(2cb-1) ns to cover the clock range.
+		{rule(admit.SlidingCounter, 1000, 1<<19), &slidingCounter{}},
+		{rule(admit.SlidingCounter, 1000, 1<<19-1), &slidingCounterSnapshot{}},
+		{rule(admit.SlidingCounter, maxPackedCounterLimit, 1<<31), &slidingCounter{}},
+		{rule(admit.SlidingCounter, maxPackedCounterLimit, time.Second), &slidingCounterSnapshot{}},
+		{rule(admit.SlidingCounter, 1000, time.Second), &slidingCounter{}},
+		{rule(admit.SlidingCounter, 60_000, time.Second), &slidingCounterSnapshot{}},
+		{rule(admit.SlidingCounter, 2, 2), &slidingCounterSnapshot{}},
 	} {
 		lim, err := NewLimiter(tc.rule)
 		require.NoError(t, err)
 		assert.IsType(t, tc.want, lim, "NewLimiter(%v)", tc.rule)
+	}
+	// New makes the same choice for the windows.
+	for _, tc := range []struct {
+		rule admit.Rule
+		want any
+	}{
+		{rule(admit.FixedWindow, 1, 1), &keyed[fwCell, *fwCell, *fwCodec]{}},
+		{rule(admit.SlidingCounter, 1000, 1<<19), &keyed[scCell, *scCell, *scCodec]{}},
+		{rule(admit.SlidingCounter, 1000, 1<<19-1), &keyed[scSnapCell, *scSnapCell, *kernel.SlidingCounter]{}},
+	} {
+		lim, err := New(tc.rule)
+		require.NoError(t, err)
+		assert.IsType(t, tc.want, lim, "New(%v)", tc.rule)
 	}
 }
 
@@ -146,67 +167,105 @@ func TestPackedTokenBucketAtClockEnd(t *testing.T) {
 	}
 }
 
-// TestFixedWindowBitBudget: at the largest Limit the count takes 31 bits and
-// the window index keeps 33. The index is restored exactly for stored windows
-// within 2^32 windows of the caller's, either side; a gap of exactly 2^33
-// windows is the aliasing horizon, where the old count is read as current and
-// the key is denied (never over-admitted) until the window ends.
-func TestFixedWindowBitBudget(t *testing.T) {
-	c := newFWCodec(rule(admit.FixedWindow, admit.MaxLimit, 2*time.Second))
-	require.Equal(t, uint(31), c.cb)
-	rapid.Check(t, func(rt *rapid.T) {
-		idx := rapid.Int64Range(math.MinInt64/4, math.MaxInt64/4).Draw(rt, "idx")
-		gap := rapid.Int64Range(-(1<<32)+1, 1<<32-1).Draw(rt, "gap")
-		s := kernel.FixedWindowState{Window: idx - gap, Count: rapid.Int64Range(1, admit.MaxLimit).Draw(rt, "count")}
-		if got := c.unpack(c.pack(s), idx); got != s {
-			rt.Fatalf("unpack(pack(%+v), idx %d) = %+v", s, idx, got)
-		}
-	})
-	assert.Equal(t, kernel.FixedWindowState{}, c.unpack(c.pack(kernel.FixedWindowState{Window: 12345}), 99), "a zero count is fresh whatever the index")
+// clockEnd is the end of the kernels' clock range: they clamp every reading
+// to ±clockEnd.
+const clockEnd time.Duration = 1<<62 - 1
 
-	// Window >= Limit ns, so 2^(63-cb) windows span at least 2^62 ns: any two
-	// readings less than 2^62 ns minus one window apart (146 years) are less
-	// than 2^(63-cb) windows apart and restore exactly, whatever the rule.
+// TestFixedWindowBitBudget: the count takes cb = bits.Len(Limit) bits and the
+// index offset from the clock range's first window the other 64-cb. The worst
+// rule of each width, Limit = Window = 2^(cb-1) ns (the shortest window, so
+// the most windows), has at most 2^(64-cb) windows in the range, so every
+// offset fits, and states at both ends of the range restore exactly.
+func TestFixedWindowBitBudget(t *testing.T) {
+	for cb := uint(1); cb <= 31; cb++ {
+		for _, limit := range []int{1 << (cb - 1), 1<<cb - 1} {
+			c := newFWCodec(rule(admit.FixedWindow, limit, time.Duration(1<<(cb-1))))
+			require.Equal(t, cb, c.cb)
+			last := c.k.Index(clockEnd)
+			if span := uint64(last - c.base); span>>(64-cb) != 0 {
+				t.Fatalf("%d per %dns: %d window offsets do not fit %d bits", limit, 1<<(cb-1), span+1, 64-cb)
+			}
+			for _, s := range []kernel.FixedWindowState{
+				{Window: c.base, Count: 1}, {Window: c.base, Count: int64(limit)},
+				{Window: last, Count: 1}, {Window: last, Count: int64(limit)},
+				{Window: 0, Count: int64(limit)}, {Window: -1, Count: 1},
+			} {
+				if got := c.unpack(c.pack(s)); got != s {
+					t.Fatalf("%d per %dns: unpack(pack(%+v)) = %+v", limit, 1<<(cb-1), s, got)
+				}
+				if c.pack(s) == ^c.mask {
+					t.Fatalf("%d per %dns: %+v packs to the tombstone", limit, 1<<(cb-1), s)
+				}
+			}
+		}
+	}
 	rapid.Check(t, func(rt *rapid.T) {
 		limit := rapid.IntRange(1, admit.MaxLimit).Draw(rt, "limit")
-		window := time.Duration(rapid.Int64Range(int64(limit), min(admit.MaxLimitTimesWindow/int64(limit), 1<<60)).Draw(rt, "window"))
-		fake := clock.NewFake()
-		fake.Set(time.Duration(rapid.Int64Range(math.MinInt64/2, 0).Draw(rt, "t0")))
-		lim, err := NewFixedWindow(rule(admit.FixedWindow, limit, window), admit.WithClock(fake))
-		require.NoError(rt, err)
-		require.True(rt, lim.AllowN(limit).Allowed)
-		gap := time.Duration(rapid.Int64Range(0, 1<<62-1-int64(window)).Draw(rt, "gap"))
-		fake.Advance(gap)
-		ref := kernel.NewFixedWindow(rule(admit.FixedWindow, limit, window))
-		s := kernel.FixedWindowState{Window: ref.Index(fake.Now() - gap), Count: int64(limit)}
-		if got, want := lim.Allow(), ref.Allow(&s, fake.Now(), 1); got != want {
-			rt.Fatalf("%d per %v: Allow %v after a full window: got %+v, want %+v", limit, window, gap, got, want)
+		window := rapid.Int64Range(int64(limit), admit.MaxLimitTimesWindow/int64(limit)).Draw(rt, "window")
+		c := newFWCodec(rule(admit.FixedWindow, limit, time.Duration(window)))
+		now := time.Duration(rapid.Int64().Draw(rt, "now"))
+		s := kernel.FixedWindowState{Window: c.k.Index(now), Count: rapid.Int64Range(1, int64(limit)).Draw(rt, "count")}
+		if got := c.unpack(c.pack(s)); got != s {
+			rt.Fatalf("%d per %dns: unpack(pack(%+v)) = %+v", limit, window, s, got)
 		}
 	})
+	c := newFWCodec(rule(admit.FixedWindow, 7, time.Second))
+	assert.Equal(t, kernel.FixedWindowState{}, c.unpack(c.pack(kernel.FixedWindowState{Window: 12345})), "a zero count is fresh whatever the index")
+	assert.Equal(t, kernel.FixedWindowState{}, c.unpack(0), "the zero word is fresh")
 }
 
-// TestSlidingCounterBitBudget: the largest packed Limit uses 16+16 bits of
-// counts and 32 of index, restored exactly within 2^31 windows.
+// TestSlidingCounterBitBudget: the counts take 2cb bits and the index offset
+// the other 64-2cb, which hold every window of the clock range exactly when
+// Window >= 2^(2cb-1) ns. Rules one nanosecond short of that do not pack;
+// nor do limits of 2^16 or more.
 func TestSlidingCounterBitBudget(t *testing.T) {
-	c, ok := newSCCodec(rule(admit.SlidingCounter, maxPackedCounterLimit, time.Second))
-	require.True(t, ok)
-	require.Equal(t, uint(16), c.cb)
-	require.Equal(t, 16, bits.Len(maxPackedCounterLimit))
+	for cb := uint(1); cb <= 16; cb++ {
+		for _, limit := range []int{1 << (cb - 1), 1<<cb - 1} {
+			shortest := time.Duration(1) << (2*cb - 1)
+			if _, ok := newSCCodec(rule(admit.SlidingCounter, limit, shortest-1)); ok && shortest-1 >= time.Duration(limit) {
+				t.Errorf("%d per %dns packs, but its windows do not fit %d bits", limit, shortest-1, 64-2*cb)
+			}
+			c, ok := newSCCodec(rule(admit.SlidingCounter, limit, shortest))
+			if !ok {
+				t.Fatalf("%d per %dns does not pack", limit, shortest)
+			}
+			require.Equal(t, cb, c.cb)
+			last := c.k.Index(clockEnd)
+			if span := uint64(last - c.base); span>>(64-2*cb) != 0 {
+				t.Fatalf("%d per %dns: %d window offsets do not fit %d bits", limit, shortest, span+1, 64-2*cb)
+			}
+			for _, s := range []kernel.SlidingCounterState{
+				{Window: c.base, Curr: 1}, {Window: c.base, Prev: int64(limit), Curr: int64(limit)},
+				{Window: last, Prev: 1}, {Window: last, Prev: int64(limit), Curr: int64(limit)},
+			} {
+				if got := c.unpack(c.pack(s)); got != s {
+					t.Fatalf("%d per %dns: unpack(pack(%+v)) = %+v", limit, shortest, s, got)
+				}
+			}
+		}
+	}
 	rapid.Check(t, func(rt *rapid.T) {
-		idx := rapid.Int64Range(math.MinInt64/4, math.MaxInt64/4).Draw(rt, "idx")
-		gap := rapid.Int64Range(-(1<<31)+1, 1<<31-1).Draw(rt, "gap")
+		limit := rapid.IntRange(1, maxPackedCounterLimit).Draw(rt, "limit")
+		window := rapid.Int64Range(int64(limit), admit.MaxLimitTimesWindow/int64(limit)).Draw(rt, "window")
+		c, ok := newSCCodec(rule(admit.SlidingCounter, limit, time.Duration(window)))
+		if want := window >= 1<<(2*c.cb-1); ok != want {
+			rt.Fatalf("%d per %dns: packs %v, want %v", limit, window, ok, want)
+		}
+		if !ok {
+			return
+		}
 		s := kernel.SlidingCounterState{
-			Window: idx - gap,
-			Prev:   rapid.Int64Range(0, maxPackedCounterLimit).Draw(rt, "prev"),
-			Curr:   rapid.Int64Range(0, maxPackedCounterLimit).Draw(rt, "curr"),
+			Window: c.k.Index(time.Duration(rapid.Int64().Draw(rt, "now"))),
+			Prev:   rapid.Int64Range(0, int64(limit)).Draw(rt, "prev"),
+			Curr:   rapid.Int64Range(0, int64(limit)).Draw(rt, "curr"),
 		}
 		if s.Prev == 0 && s.Curr == 0 {
 			s = kernel.SlidingCounterState{}
 		}
-		if got := c.unpack(c.pack(s), idx); got != s {
-			rt.Fatalf("unpack(pack(%+v), idx %d) = %+v", s, idx, got)
+		if got := c.unpack(c.pack(s)); got != s {
+			rt.Fatalf("%d per %dns: unpack(pack(%+v)) = %+v", limit, window, s, got)
 		}
 	})
-	_, ok = newSCCodec(rule(admit.SlidingCounter, maxPackedCounterLimit+1, time.Second))
+	_, ok := newSCCodec(rule(admit.SlidingCounter, maxPackedCounterLimit+1, time.Hour))
 	assert.False(t, ok)
 }

@@ -2,6 +2,7 @@ package atomic
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	satomic "sync/atomic"
 	"time"
@@ -15,45 +16,51 @@ import (
 // fwCodec packs a fixed window's state into one word:
 //
 //	bits[0:cb)   Count, 0..Limit, where cb = bits.Len(Limit) (at most 31)
-//	bits[cb:64)  the window index k = floor(now/Window), modulo 2^(64-cb)
+//	bits[cb:64)  k - base: the window index k = floor(now/Window) less base,
+//	             the index of the clock range's first window
 //
-// The word keeps only the index's low 64-cb bits (at least 33); unpack restores
-// the rest from the caller's own window index, taking the stored window to be
-// the one nearest to it with those low bits. That is exact whenever the two
-// are less than 2^(63-cb) windows apart. Since a valid rule has Window >= Limit
-// ns >= 2^(cb-1) ns, that span is at least 2^62 ns: the restored index is
-// exact for any two readings less than 2^62 ns minus one window apart (146
-// years), whatever the rule (TestFixedWindowBitBudget checks it). Horizon: for readings further
-// apart than that, an old count could be read as the current window's and the
-// key denied until that window ends; it is never admitted beyond the limit. A
-// zero Count is a fresh key whatever the index bits say, so the zero word is
-// an empty window.
+// The index is stored whole, as an offset from the first window of the
+// kernels' clock range: readings are clamped to ±(2^62-1) ns, so every index
+// a kernel computes lies in [base, Index(2^62-1)]. A valid rule has Window >=
+// Limit ns >= 2^(cb-1) ns, so that range holds at most 2^(64-cb) windows and
+// every offset fits the word's 64-cb bits (TestFixedWindowBitBudget checks
+// the worst rule of every width). Horizon: none. Any two readings of the
+// clock range, however far apart, restore the same window, so a stale
+// reading is counted against the newest window exactly as the kernel counts
+// it; past the range's ends time stands still. A zero Count is a fresh key
+// whatever the index bits say, so the zero word is an empty window.
+//
+// The tempting alternative, the index modulo 2^(64-cb) restored as the one
+// nearest to the caller's own, fits too but aliases readings more than
+// 2^(63-cb) windows apart, which the clock range allows (2^63 windows of 1ns
+// for fixed-window,1,1ns): a stale reading at one end of the range would see
+// a fresh window and be admitted where the newest reading, at the other end,
+// is denied. The offset is also cheaper to unpack: one shift and one
+// addition, and no reading needed.
 type fwCodec struct {
 	k    kernel.FixedWindow
 	cb   uint
 	mask uint64
+	base int64 // the index of the clock range's first window
 }
 
 func newFWCodec(rule admit.Rule) *fwCodec {
 	cb := uint(bits.Len(uint(rule.Limit)))
-	return &fwCodec{k: *kernel.NewFixedWindow(rule), cb: cb, mask: 1<<cb - 1}
+	k := kernel.NewFixedWindow(rule)
+	return &fwCodec{k: *k, cb: cb, mask: 1<<cb - 1, base: k.Index(math.MinInt64)}
 }
 
 func (c *fwCodec) pack(s kernel.FixedWindowState) uint64 {
-	return uint64(s.Window)<<c.cb | uint64(s.Count)
+	return uint64(s.Window-c.base)<<c.cb | uint64(s.Count)
 }
 
-// unpack restores the state from word w, given the window index idx of the
-// caller's reading.
-func (c *fwCodec) unpack(w uint64, idx int64) kernel.FixedWindowState {
+// unpack restores the state from word w.
+func (c *fwCodec) unpack(w uint64) kernel.FixedWindowState {
 	count := w & c.mask
 	if count == 0 {
 		return kernel.FixedWindowState{}
 	}
-	// (idx - stored) modulo 2^(64-cb), sign-extended: the signed distance from
-	// the stored window to idx.
-	diff := int64((uint64(idx)-w>>c.cb)<<c.cb) >> c.cb
-	return kernel.FixedWindowState{Window: idx - diff, Count: int64(count)}
+	return kernel.FixedWindowState{Window: int64(w>>c.cb) + c.base, Count: int64(count)}
 }
 
 // fwCell is one key's packed fixed window, with fwCodec's bit map: the
@@ -79,9 +86,10 @@ func (c *fwCell) setKey(key string) { c.name = key }
 // Load of the word it decided on, for a denial or a probe. A stale reading that
 // falls in a window older than the word's is clamped by the kernel to the
 // word's window, so it can never reopen an old window: the word's index never
-// moves backwards.
+// moves backwards. That needs the word's index exact however far the reading
+// lies behind it, which fwCodec guarantees over the whole clock range.
 func (c *fwCell) try(k *fwCodec, now time.Duration, n int, old uint64) (v kernel.Verdict, done bool) {
-	s := k.unpack(old, k.k.Index(now))
+	s := k.unpack(old)
 	v = k.k.Decide(&s, now, n)
 	if !v.Allowed || n == 0 {
 		return v, true
@@ -120,7 +128,7 @@ func (c *fwCell) evict(k *fwCodec, at time.Duration, floor *paddedInt64) bool {
 	if old == ^k.mask {
 		return false
 	}
-	s := k.unpack(old, k.k.Index(at))
+	s := k.unpack(old)
 	if !k.k.Fresh(&s, at) {
 		return false
 	}
@@ -130,9 +138,9 @@ func (c *fwCell) evict(k *fwCodec, at time.Duration, floor *paddedInt64) bool {
 }
 
 // FixedWindow is a lock-free fixed window for a single key, its count and
-// window index packed into one atomic word (the bit map and its horizon are
-// documented on the packing code): no call allocates or takes a lock. Build one
-// with [NewFixedWindow]; it is safe for concurrent use.
+// window index packed into one atomic word, exact over the kernels' whole
+// clock range (±(2^62-1) ns) for every rule: no call allocates or takes a
+// lock. Build one with [NewFixedWindow]; it is safe for concurrent use.
 type FixedWindow struct {
 	c     fwCell
 	codec *fwCodec
@@ -166,48 +174,61 @@ func (l *FixedWindow) AllowN(n int) (d admit.Decision) {
 	return d
 }
 
-// scCodec packs a sliding counter's state into one word, for Limit < 2^16:
+// scCodec packs a sliding counter's state into one word:
 //
 //	bits[0:cb)    Curr, the current window's count (cb = bits.Len(Limit) <= 16)
 //	bits[cb:2cb)  Prev, the previous window's count
-//	bits[2cb:64)  the current window's index, modulo 2^(64-2cb) (at least 32 bits)
+//	bits[2cb:64)  k - base: the current window's index less base, the index
+//	              of the clock range's first window (as for fwCodec)
 //
-// The index is restored as for the fixed window (see fwCodec), exactly while
-// the stored and the caller's windows are less than 2^(63-2cb) windows apart:
-// at least 2^31 windows (68 years of one-second windows), and never less than
-// 2^(62-cb) ns (19 hours) since Window >= Limit ns. Horizon: readings further
-// apart than that can have old counts weighed as current; the key is then
-// denied more, never admitted beyond the limit. Both counts zero is a fresh
-// key, so the zero word is fresh. Larger limits use a snapshot (scSnapCell).
+// The index is stored whole, as for the fixed window, so the word is exact
+// over the whole clock range, but it has only 64-2cb bits: the range's
+// windows must number at most 2^(64-2cb), which holds exactly when Window >=
+// 2^(2cb-1) ns (524µs for limits up to 1023, 134ms up to 16,383, 2.15s up to
+// 65,535; TestSlidingCounterBitBudget checks both sides of that bound for
+// every width). Horizon: none, because other rules are not packed:
+// newSCCodec reports them, and [New] and [NewLimiter] give them the snapshot
+// (scSnapCell). The index modulo 2^(64-2cb), restored nearest to the
+// caller's, would pack them all but alias readings more than 2^(63-2cb)
+// windows apart: a stale reading at one end of the clock range would be
+// judged in a fresh window, and admitted where the newest reading, at the
+// other end, is denied. Both counts zero is a fresh key, so the zero word is
+// fresh.
 type scCodec struct {
 	k    kernel.SlidingCounter
 	cb   uint
 	mask uint64
+	base int64 // the index of the clock range's first window
 }
 
-// maxPackedCounterLimit is the largest Limit whose sliding counter packs.
+// maxPackedCounterLimit is the largest Limit whose sliding counter's counts
+// pack.
 const maxPackedCounterLimit = 1<<16 - 1
 
-func newSCCodec(rule admit.Rule) (*scCodec, bool) {
+// newSCCodec returns rule's packing, and whether it packs: whether every
+// window index of the clock range fits the word's index bits. The codec is
+// nil when the counts do not fit (Limit > maxPackedCounterLimit); when only
+// the index does not, it is returned with ok false, and no cell may use it.
+func newSCCodec(rule admit.Rule) (c *scCodec, ok bool) {
 	if rule.Limit > maxPackedCounterLimit {
 		return nil, false
 	}
 	cb := uint(bits.Len(uint(rule.Limit)))
-	return &scCodec{k: *kernel.NewSlidingCounter(rule), cb: cb, mask: 1<<cb - 1}, true
+	k := kernel.NewSlidingCounter(rule)
+	c = &scCodec{k: *k, cb: cb, mask: 1<<cb - 1, base: k.Index(math.MinInt64)}
+	return c, uint64(k.Index(math.MaxInt64)-c.base)>>(64-2*cb) == 0
 }
 
 func (c *scCodec) pack(s kernel.SlidingCounterState) uint64 {
-	return uint64(s.Window)<<(2*c.cb) | uint64(s.Prev)<<c.cb | uint64(s.Curr)
+	return uint64(s.Window-c.base)<<(2*c.cb) | uint64(s.Prev)<<c.cb | uint64(s.Curr)
 }
 
-func (c *scCodec) unpack(w uint64, idx int64) kernel.SlidingCounterState {
+func (c *scCodec) unpack(w uint64) kernel.SlidingCounterState {
 	curr, prev := w&c.mask, w>>c.cb&c.mask
 	if curr == 0 && prev == 0 {
 		return kernel.SlidingCounterState{}
 	}
-	shift := 2 * c.cb
-	diff := int64((uint64(idx)-w>>shift)<<shift) >> shift
-	return kernel.SlidingCounterState{Window: idx - diff, Prev: int64(prev), Curr: int64(curr)}
+	return kernel.SlidingCounterState{Window: int64(w>>(2*c.cb)) + c.base, Prev: int64(prev), Curr: int64(curr)}
 }
 
 // scCell is one key's packed sliding counter, with scCodec's bit map, for
@@ -225,7 +246,7 @@ func (c *scCell) key() string       { return c.name }
 func (c *scCell) setKey(key string) { c.name = key }
 
 func (c *scCell) try(k *scCodec, now time.Duration, n int, old uint64) (v kernel.Verdict, done bool) {
-	s := k.unpack(old, k.k.Index(now))
+	s := k.unpack(old)
 	v = k.k.Decide(&s, now, n)
 	if !v.Allowed || n == 0 {
 		return v, true
@@ -261,7 +282,7 @@ func (c *scCell) evict(k *scCodec, at time.Duration, floor *paddedInt64) bool {
 	if old == ^k.mask {
 		return false
 	}
-	s := k.unpack(old, k.k.Index(at))
+	s := k.unpack(old)
 	if !k.k.Fresh(&s, at) {
 		return false
 	}
@@ -271,7 +292,7 @@ func (c *scCell) evict(k *scCodec, at time.Duration, floor *paddedInt64) bool {
 }
 
 // scSnapCell is one key's sliding counter as an immutable snapshot, for
-// limits too large to pack; nil is fresh and scSnapTombstone the keyed
+// rules that do not pack (see scCodec); nil is fresh and scSnapTombstone the keyed
 // store's tombstone. See tbSnapCell for the snapshot discipline.
 type scSnapCell struct {
 	p    satomic.Pointer[kernel.SlidingCounterState]
@@ -337,9 +358,9 @@ func (c *scSnapCell) evict(k *kernel.SlidingCounter, at time.Duration, floor *pa
 	return c.p.CompareAndSwap(cur, scSnapTombstone)
 }
 
-// slidingCounter is the single-key sliding counter packed in one word
-// (Limit < 2^16), returned by NewLimiter. Like [FixedWindow], it has a
-// concrete type so that its CAS loop inlines into AllowN.
+// slidingCounter is the single-key sliding counter packed in one word, for
+// the rules scCodec packs, returned by NewLimiter. Like [FixedWindow], it has
+// a concrete type so that its CAS loop inlines into AllowN.
 type slidingCounter struct {
 	c     scCell
 	codec *scCodec
@@ -355,8 +376,8 @@ func (l *slidingCounter) AllowN(n int) (d admit.Decision) {
 	return d
 }
 
-// slidingCounterSnapshot is the single-key sliding counter for limits too
-// large to pack, returned by NewLimiter.
+// slidingCounterSnapshot is the single-key sliding counter for the rules
+// scCodec does not pack, returned by NewLimiter.
 type slidingCounterSnapshot struct {
 	c     scSnapCell
 	k     *kernel.SlidingCounter

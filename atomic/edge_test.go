@@ -1,0 +1,201 @@
+package atomic_test
+
+import (
+	"math"
+	"math/bits"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/admit-go/admit"
+	admitatomic "github.com/admit-go/admit/atomic"
+	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/conformance"
+)
+
+// clockEnd is the end of the kernels' clock range: they clamp every reading
+// to ±clockEnd (2^62-1 ns, 146 years either side of the clock's origin).
+const clockEnd time.Duration = 1<<62 - 1
+
+// addSat is a+b, saturated at the ends of time.Duration.
+func addSat(a, b time.Duration) time.Duration {
+	s := a + b
+	if (s > a) != (b > 0) {
+		if b > 0 {
+			return math.MaxInt64
+		}
+		return math.MinInt64
+	}
+	return s
+}
+
+// drawReading draws the next clock reading after now, for a rule whose
+// window is w: near either end of the clock range (just inside, on it, just
+// outside), at the ends of int64, a jump of 2^62 either way, a mirror jump to
+// the other end of the range (so that a stale reading lies a whole range
+// away from the newest), anywhere, or a small step either way.
+func drawReading(rt *rapid.T, now, w time.Duration) time.Duration {
+	small := func(label string) time.Duration {
+		return time.Duration(rapid.Int64Range(-2*int64(min(w, 1<<40)), 2*int64(min(w, 1<<40))).Draw(rt, label))
+	}
+	switch rapid.IntRange(0, 7).Draw(rt, "move") {
+	case 0:
+		end := rapid.SampledFrom([]time.Duration{clockEnd, -clockEnd}).Draw(rt, "end")
+		return addSat(end, time.Duration(rapid.Int64Range(-3, 3).Draw(rt, "off")))
+	case 1:
+		end := rapid.SampledFrom([]time.Duration{clockEnd, -clockEnd}).Draw(rt, "end")
+		return addSat(end, small("near"))
+	case 2:
+		return rapid.SampledFrom([]time.Duration{math.MinInt64, math.MinInt64 + 1, math.MaxInt64 - 1, math.MaxInt64}).Draw(rt, "int64")
+	case 3:
+		jump := rapid.SampledFrom([]time.Duration{1 << 62, -1 << 62}).Draw(rt, "jump")
+		return addSat(addSat(now, jump), small("by"))
+	case 4:
+		return addSat(-now, small("mirror")) // -MinInt64 is MinInt64: still an end
+	case 5:
+		return time.Duration(rapid.Int64().Draw(rt, "anywhere"))
+	default:
+		return addSat(now, small("step"))
+	}
+}
+
+// drawLimit draws a Limit, often one at a bit-width boundary.
+func drawLimit(rt *rapid.T, hi int) int {
+	switch rapid.IntRange(0, 2).Draw(rt, "limitKind") {
+	case 0:
+		return rapid.IntRange(1, min(4, hi)).Draw(rt, "limit")
+	case 1:
+		k := rapid.IntRange(1, bits.Len(uint(hi))).Draw(rt, "limitBits")
+		return min(hi, max(1, 1<<k-1+rapid.IntRange(0, 1).Draw(rt, "limitPlus")))
+	}
+	return rapid.IntRange(1, hi).Draw(rt, "limit")
+}
+
+// drawWindowRule draws a fixed-window or sliding-counter rule, its window
+// often the shortest the limit allows (the packed words' worst case) or near
+// 2^(2cb-1) ns, where the packed sliding counter's index stops fitting.
+func drawWindowRule(rt *rapid.T, alg admit.Algorithm, maxLimit int) admit.Rule {
+	limit := drawLimit(rt, maxLimit)
+	lo, hi := int64(limit), int64(admit.MaxLimitTimesWindow)/int64(limit)
+	var w int64
+	switch rapid.IntRange(0, 2).Draw(rt, "windowKind") {
+	case 0:
+		w = lo + rapid.Int64Range(0, 3).Draw(rt, "window")
+	case 1:
+		w = 1<<(2*bits.Len(uint(limit))-1) + rapid.Int64Range(-2, 2).Draw(rt, "window")
+	default:
+		w = rapid.Int64Range(lo, hi).Draw(rt, "window")
+	}
+	return admit.Rule{Algorithm: alg, Limit: limit, Window: time.Duration(max(lo, min(w, hi)))}
+}
+
+// drawPackableBucket draws a token-bucket rule whose emission interval is a
+// whole number of nanoseconds, the packed bucket's rules.
+func drawPackableBucket(rt *rapid.T) admit.Rule {
+	limit := drawLimit(rt, admit.MaxLimit)
+	hi := int64(admit.MaxLimitTimesWindow) / int64(limit) / int64(limit)
+	per := rapid.SampledFrom([]int64{1, 2, hi, rapid.Int64Range(1, max(1, hi)).Draw(rt, "perToken")}).Draw(rt, "per")
+	return admit.Rule{Algorithm: admit.TokenBucket, Limit: limit, Window: time.Duration(max(1, min(per, hi)) * int64(limit))}
+}
+
+// checkEdges drives a single-key and a keyed limiter built by newSingle and
+// New from rules drawn by drawRule, with readings drawn by drawReading, and
+// requires the kernel's Decisions: the single limiter mirrors key "a".
+func checkEdges(t *testing.T, drawRule func(*rapid.T) admit.Rule, newSingle func(admit.Rule, ...admit.Option) (admit.Limiter, error)) {
+	rapid.Check(t, func(rt *rapid.T) {
+		r := drawRule(rt)
+		fake := clock.NewFake()
+		fake.Set(drawReading(rt, 0, r.Window))
+		single, err := newSingle(r, admit.WithClock(fake))
+		require.NoError(rt, err)
+		keyed, err := admitatomic.New(r, admit.WithClock(fake))
+		require.NoError(rt, err)
+		want := conformance.NewOracle(r)
+		for i := range rapid.IntRange(1, 40).Draw(rt, "ops") {
+			if rapid.IntRange(0, 2).Draw(rt, "op") == 0 {
+				fake.Set(drawReading(rt, fake.Now(), r.Window))
+				continue
+			}
+			n := rapid.SampledFrom([]int{0, 1, 1, 1, 2, r.Limit, r.Limit + 1}).Draw(rt, "n")
+			key := rapid.SampledFrom([]string{"a", "b"}).Draw(rt, "key")
+			now := fake.Now()
+			exp := want.Allow(key, now, n)
+			if got := keyed.AllowN(key, n); got != exp {
+				rt.Fatalf("%v op %d: keyed AllowN(t=%d, %q, %d) = %+v, want %+v", r, i, now, key, n, got, exp)
+			}
+			if key == "a" {
+				if got := single.AllowN(n); got != exp {
+					rt.Fatalf("%v op %d: AllowN(t=%d, %d) = %+v, want %+v", r, i, now, n, got, exp)
+				}
+			}
+		}
+	})
+}
+
+// TestEdgesTokenBucket: the packed bucket (NewTokenBucket, and New for the
+// same rules) equals the kernel at the ends of the clock range.
+func TestEdgesTokenBucket(t *testing.T) {
+	checkEdges(t, drawPackableBucket, func(r admit.Rule, opts ...admit.Option) (admit.Limiter, error) {
+		return admitatomic.NewTokenBucket(r, opts...)
+	})
+}
+
+// TestEdgesFixedWindow: the packed fixed window (NewFixedWindow, and New)
+// equals the kernel at the ends of the clock range, over every Limit.
+func TestEdgesFixedWindow(t *testing.T) {
+	checkEdges(t, func(rt *rapid.T) admit.Rule { return drawWindowRule(rt, admit.FixedWindow, admit.MaxLimit) },
+		func(r admit.Rule, opts ...admit.Option) (admit.Limiter, error) {
+			return admitatomic.NewFixedWindow(r, opts...)
+		})
+}
+
+// TestEdgesSlidingCounter: the sliding counter in the form NewLimiter and New
+// choose (packed, or the snapshot where the packed index would not cover the
+// clock range) equals the kernel at the ends of the clock range.
+func TestEdgesSlidingCounter(t *testing.T) {
+	checkEdges(t, func(rt *rapid.T) admit.Rule { return drawWindowRule(rt, admit.SlidingCounter, 1<<17) }, admitatomic.NewLimiter)
+}
+
+// step is a call AllowN(n) at reading at.
+type step struct {
+	at time.Duration
+	n  int
+}
+
+// TestHorizonRegressions: the packed windows once restored a stored window
+// index modulo their index bits, nearest to the caller's, which aliased for
+// readings further apart than 2^(63-cb) windows (2^(63-2cb) for the sliding
+// counter) though still inside the clock range: a stale reading at one end
+// then saw a fresh window and was admitted where the newest reading, at the
+// other end, is denied.
+func TestHorizonRegressions(t *testing.T) {
+	for _, tc := range []struct {
+		rule  string
+		steps []step
+	}{
+		{"fixed-window,1,1ns", []step{{clockEnd, 1}, {-clockEnd, 1}}},
+		{"fixed-window,2147483647,2147483647ns", []step{{clockEnd, 1}, {-clockEnd, 1}, {-clockEnd, 0}}},
+		{"sliding-counter,2,2ns", []step{{clockEnd, 2}, {-clockEnd, 1}, {-clockEnd, 0}, {clockEnd, 1}}},
+	} {
+		r, err := admit.ParseRule(tc.rule)
+		require.NoError(t, err)
+		fake := clock.NewFake()
+		single, err := admitatomic.NewLimiter(r, admit.WithClock(fake))
+		require.NoError(t, err)
+		keyed, err := admitatomic.New(r, admit.WithClock(fake))
+		require.NoError(t, err)
+		want := conformance.NewOracle(r)
+		for i, st := range tc.steps {
+			fake.Set(st.at)
+			exp := want.Allow("k", st.at, st.n)
+			if got := single.AllowN(st.n); got != exp {
+				t.Errorf("%s step %d: AllowN(t=%d, %d) = %+v, want %+v", r, i, st.at, st.n, got, exp)
+			}
+			if got := keyed.AllowN("k", st.n); got != exp {
+				t.Errorf("%s step %d: keyed AllowN(t=%d, %q, %d) = %+v, want %+v", r, i, st.at, "k", st.n, got, exp)
+			}
+		}
+	}
+}
