@@ -21,30 +21,32 @@ var (
 
 // Reservation is a token bucket's promise to a waiter, made by
 // [Reserver.ReserveN]: the tokens are taken at once, and are due after Delay.
-// Its other contents are the limiter's own record, which
-// [Reserver.CancelReservation] uses to give the tokens back; they mean
-// nothing to anyone else.
+// It is a small value, free to copy; its identity is the limiter's own
+// record, which [Reserver.CancelReservation] uses to give the tokens back at
+// most once, and only to the limiter and key it was made on.
 type Reservation struct {
 	// Delay is how long the waiter must wait before proceeding: 0 if the
 	// tokens were there already. For a reservation that was refused, it is the
 	// wait that would have been needed ([Never] if n can never be admitted).
 	Delay time.Duration
 
-	n     int
-	state [2]uint64
+	n      int
+	ticket uint64
 }
 
 // NewReservation is for limiter implementations: it records a reservation of
-// n tokens due after delay, with the limiter's state after it.
-func NewReservation(delay time.Duration, n int, state [2]uint64) Reservation {
-	return Reservation{Delay: delay, n: n, state: state}
+// n tokens due after delay, cancellable with ticket (0 for one that cannot
+// be cancelled: refused, or due at once).
+func NewReservation(delay time.Duration, n int, ticket uint64) Reservation {
+	return Reservation{Delay: delay, n: n, ticket: ticket}
 }
 
 // N returns the number of tokens reserved.
 func (r Reservation) N() int { return r.n }
 
-// State is for limiter implementations: the state recorded by NewReservation.
-func (r Reservation) State() [2]uint64 { return r.state }
+// Ticket is for limiter implementations: the ticket recorded by
+// NewReservation.
+func (r Reservation) Ticket() uint64 { return r.ticket }
 
 // Reserver is a [Limiter] that can hand waiters successive slots instead of
 // letting them wake together to fight for one token. The token buckets of
@@ -59,14 +61,24 @@ type Reserver interface {
 
 	// CancelReservation gives a reservation's tokens back if nothing has been
 	// admitted or reserved since and it is not yet due; it reports whether it
-	// did. It never lets more through than the rule allows.
+	// did. A reservation is cancelled at most once, however often it is
+	// presented (copies included), and only by the limiter that made it. It
+	// is judged at the newest reading the limiter has seen since the
+	// reservation, so a stale reading never finds tokens undue that a newer
+	// one found due. It never lets more through than the rule allows.
 	CancelReservation(r Reservation) bool
 }
 
 // KeyedReserver is a [KeyedLimiter] whose keys are [Reserver]s.
 type KeyedReserver interface {
 	KeyedLimiter
+
+	// ReserveN is [Reserver.ReserveN] for key.
 	ReserveN(key string, n int, maxWait time.Duration) (Reservation, bool)
+
+	// CancelReservation is [Reserver.CancelReservation] for key: it gives
+	// back nothing for a reservation made on another key, or on this key
+	// before the store evicted it.
 	CancelReservation(key string, r Reservation) bool
 }
 

@@ -51,9 +51,9 @@ func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
 	switch rule.Algorithm {
 	case admit.TokenBucket:
 		if k := kernel.NewTokenBucket(rule); k.Packable() {
-			return newKeyed[tbCell](k, rule, set), nil
+			return newKeyed[tbCell](newTBKernel(k, set.ShardCount()), rule, set), nil
 		} else {
-			return newKeyed[tbSnapCell](k, rule, set), nil
+			return newKeyed[tbSnapCell](newTBKernel(k, set.ShardCount()), rule, set), nil
 		}
 	case admit.FixedWindow:
 		return newKeyed[fwCell](newFWCodec(rule), rule, set), nil
@@ -77,9 +77,9 @@ func NewLimiter(rule admit.Rule, opts ...admit.Option) (admit.Limiter, error) {
 	switch rule.Algorithm {
 	case admit.TokenBucket:
 		if k := kernel.NewTokenBucket(rule); k.Packable() {
-			return &TokenBucket{k: *k, clock: set.Clock}, nil
+			return &TokenBucket{k: *newTBKernel(k, 1), clock: set.Clock}, nil
 		}
-		return &TokenBucketSnapshot{k: *kernel.NewTokenBucket(rule), clock: set.Clock}, nil
+		return &TokenBucketSnapshot{k: *newTBKernel(kernel.NewTokenBucket(rule), 1), clock: set.Clock}, nil
 	case admit.FixedWindow:
 		return &FixedWindow{codec: newFWCodec(rule), clock: set.Clock}, nil
 	default:

@@ -186,10 +186,10 @@ func newKeyed[C any, PC interface {
 }, K any](k K, rule admit.Rule, set admit.Settings) Store {
 	l := makeKeyed[C, PC](k, rule, set)
 	switch l := any(l).(type) {
-	case *keyed[tbCell, *tbCell, *kernel.TokenBucket]:
-		return keyedTokenBucket[tbCell, *tbCell]{l}
-	case *keyed[tbSnapCell, *tbSnapCell, *kernel.TokenBucket]:
-		return keyedTokenBucket[tbSnapCell, *tbSnapCell]{l}
+	case *keyed[tbCell, *tbCell, *tbKernel]:
+		return keyedTokenBucket[tbCell, *tbCell, uint64]{l}
+	case *keyed[tbSnapCell, *tbSnapCell, *tbKernel]:
+		return keyedTokenBucket[tbSnapCell, *tbSnapCell, *kernel.TokenBucketState]{l}
 	}
 	return l
 }

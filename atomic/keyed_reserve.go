@@ -2,6 +2,7 @@ package atomic
 
 import (
 	"time"
+	"unsafe"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/hook"
@@ -14,51 +15,46 @@ import (
 // bucket offers the methods.
 //
 // A reservation follows the eviction protocol of keyed.go exactly as an
-// admission does. It publishes by CAS from the value it was computed from, so
-// an eviction's CAS from a fresh value and a reservation's CAS cannot both
-// succeed; a reservation that loads a tombstone has published nothing, helps
-// unlink the cell and starts over from the map; and one that finds its key
-// missing decides at max(reading, floor) and creates the cell (through the
-// WithMaxKeys path) only if it will take tokens. A reserved bucket is in debt
-// until its tokens are due, so it is not fresh and no sweep evicts it
-// meanwhile.
+// admission does. It publishes by CAS from the value it was computed from
+// (reserveHeld, hold.go), so an eviction's CAS from a fresh value and a
+// reservation's CAS cannot both succeed; a reservation that loads a
+// tombstone has published nothing, helps unlink the cell and starts over
+// from the map; and one that finds its key missing decides at max(reading,
+// floor) and creates the cell (through the WithMaxKeys path) only if it will
+// take tokens. A reserved bucket is in debt until its tokens are due, so it
+// is not fresh and no sweep evicts it meanwhile; a reservation that must
+// wait holds its cell, and a held cell is never fresh.
 //
-// A cancellation also publishes by CAS, from the exact value the reservation
-// left, and only if the kernel agrees (nothing admitted since, not yet due).
-// It moves the word back, which the eviction protocol tolerates: eviction's
-// check is on the value it swaps out, whatever the value's history. A
-// cancellation that meets a tombstone or a missing key gives nothing back:
-// the key was evicted as fresh, so the reservation was due. Its reading is
-// clamped to the floor, which can only make the kernel refuse, so a key
-// evicted and created again can never have a reservation of its former life
-// cancelled.
+// A cancellation succeeds only on the held cell whose hold has the
+// reservation's ticket (cancelHeld). A cell evicted and created again is a
+// new cell, never held by a reservation of its former life, and a cell of
+// another key holds another ticket, so a reservation can only be cancelled
+// on the key and the cell it was made on. It releases the cell with the
+// state before the reservation, which the eviction protocol tolerates:
+// eviction's check is on the value it swaps out, whatever the value's
+// history.
 
-// reserverCell is a token-bucket cell that also reserves (reserve.go).
-type reserverCell[C any] interface {
+// reserverCell is a token-bucket cell: tbCell (V uint64) or tbSnapCell (V a
+// snapshot pointer).
+type reserverCell[C any, V comparable] interface {
 	*C
-	kcell[*kernel.TokenBucket]
-	// reserveN is kernel.TokenBucket.Reserve on the cell, published by CAS.
-	// live is false if the cell is a tombstone: nothing was reserved. pause
-	// is as for decide.
-	reserveN(k *kernel.TokenBucket, now time.Duration, n int, maxWait time.Duration, pause func()) (d time.Duration, ok bool, s kernel.TokenBucketState, live bool)
-	// cancel is kernel.TokenBucket.Cancel on the cell, published by CAS;
-	// false for a tombstone.
-	cancel(k *kernel.TokenBucket, now time.Duration, after kernel.TokenBucketState, n int) bool
+	kcell[*tbKernel]
+	holdCell[V]
 }
 
 // keyedTokenBucket is the keyed token bucket; C is tbCell or tbSnapCell.
-type keyedTokenBucket[C any, PC reserverCell[C]] struct {
-	*keyed[C, PC, *kernel.TokenBucket]
+type keyedTokenBucket[C any, PC reserverCell[C, V], V comparable] struct {
+	*keyed[C, PC, *tbKernel]
 }
 
 var (
-	_ admit.KeyedReserver = keyedTokenBucket[tbCell, *tbCell]{}
-	_ admit.KeyedReserver = keyedTokenBucket[tbSnapCell, *tbSnapCell]{}
-	_ Store               = keyedTokenBucket[tbCell, *tbCell]{}
+	_ admit.KeyedReserver = keyedTokenBucket[tbCell, *tbCell, uint64]{}
+	_ admit.KeyedReserver = keyedTokenBucket[tbSnapCell, *tbSnapCell, *kernel.TokenBucketState]{}
+	_ Store               = keyedTokenBucket[tbCell, *tbCell, uint64]{}
 )
 
 // ReserveN implements [admit.KeyedReserver]. Its loop is AllowN's.
-func (l keyedTokenBucket[C, PC]) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
+func (l keyedTokenBucket[C, PC, V]) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
 	now := l.clock.Now()
 	pause := l.takePause()
 	for {
@@ -71,15 +67,15 @@ func (l keyedTokenBucket[C, PC]) ReserveN(key string, n int, maxWait time.Durati
 			// cell and leaves nothing behind.
 			var s kernel.TokenBucketState
 			if d, ok := l.k.Reserve(&s, now, n, maxWait); !ok || n == 0 {
-				return reservation(d, n, s), ok
+				return admit.NewReservation(d, n, 0), ok
 			}
 			var wait time.Duration
 			if c, wait, ok = l.obtain(key, now); !ok {
-				return admit.NewReservation(wait, n, [2]uint64{}), false // a full store
+				return admit.NewReservation(wait, n, 0), false // a full store
 			}
 		}
-		if d, ok, s, live := PC(c).reserveN(l.k, now, n, maxWait, pause); live {
-			return reservation(d, n, s), ok
+		if d, ok, t, live := reserveHeld[V](l.k, PC(c), unsafe.Pointer(c), now, n, maxWait, pause); live {
+			return admit.NewReservation(d, n, t), ok
 		}
 		// A tombstone: help unlink it, then look the key up again.
 		pause = nil
@@ -88,12 +84,12 @@ func (l keyedTokenBucket[C, PC]) ReserveN(key string, n int, maxWait time.Durati
 }
 
 // CancelReservation implements [admit.KeyedReserver].
-func (l keyedTokenBucket[C, PC]) CancelReservation(key string, r admit.Reservation) bool {
+func (l keyedTokenBucket[C, PC, V]) CancelReservation(key string, r admit.Reservation) bool {
 	now := l.clock.Now()
 	c, ok := l.m.Load(key)
 	if !ok {
 		return false // evicted as fresh: the reservation was due
 	}
 	now = max(now, time.Duration(l.floor.n.Load()))
-	return PC(c).cancel(l.k, now, reserved(r), r.N())
+	return cancelHeld[V](l.k, PC(c), unsafe.Pointer(c), r.Ticket(), now)
 }

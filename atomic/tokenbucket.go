@@ -4,6 +4,7 @@ import (
 	"fmt"
 	satomic "sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
@@ -28,15 +29,35 @@ import (
 // limit. TestPackedTokenBucketAtClockEnd pins that boundary.
 //
 // The word 1 (a TAT of math.MinInt64+1 ns) is the keyed store's tombstone
-// (see keyed.go). The kernel never writes it: every TAT it writes is a
-// reading clamped to at least -(2^62-1) ns, plus at least one nanosecond of
-// cost. So a single-key bucket never meets it.
+// (see keyed.go), and the word 2 the held value (see hold.go). The kernel
+// never writes either: every TAT it writes is a reading clamped to at least
+// -(2^62-1) ns, plus at least one nanosecond of cost. So a single-key bucket
+// never meets the tombstone, and a bucket is held only by a reservation.
 type tbCell struct {
 	w    satomic.Uint64
 	name string
 }
 
-const tbTombstone = 1
+const (
+	tbTombstone = 1
+	tbHeld      = 2
+)
+
+// The methods of holdCell (hold.go).
+
+func (c *tbCell) load() uint64 { return c.w.Load() }
+
+func (c *tbCell) state(w uint64) (kernel.TokenBucketState, bool, bool) {
+	return kernel.TokenBucketState{TAT: w}, w == tbHeld, w == tbTombstone
+}
+
+func (c *tbCell) cas(old uint64, s kernel.TokenBucketState) bool {
+	return c.w.CompareAndSwap(old, s.TAT)
+}
+
+func (c *tbCell) casHeld(old uint64) bool { return c.w.CompareAndSwap(old, tbHeld) }
+
+func (c *tbCell) release(s kernel.TokenBucketState) { c.w.Store(s.TAT) }
 
 func (c *tbCell) key() string       { return c.name }
 func (c *tbCell) setKey(key string) { c.name = key }
@@ -67,10 +88,18 @@ func (c *tbCell) try(k *kernel.TokenBucket, now time.Duration, n int, old uint64
 	return v, c.w.CompareAndSwap(old, s.TAT)
 }
 
-// decide is the single-key bucket's CAS loop (see try).
-func (c *tbCell) decide(k *kernel.TokenBucket, now time.Duration, n int) kernel.Verdict {
+// decide is the single-key bucket's CAS loop (see try); a held bucket is
+// decided under its hold's mutex (hold.go).
+func (c *tbCell) decide(k *tbKernel, now time.Duration, n int) kernel.Verdict {
 	for {
-		if v, done := c.try(k, now, n, c.w.Load()); done {
+		old := c.w.Load()
+		if old == tbHeld {
+			if v, o := decideHeld[uint64](k, c, unsafe.Pointer(c), now, n); o == decided {
+				return v
+			}
+			continue
+		}
+		if v, done := c.try(&k.TokenBucket, now, n, old); done {
 			return v
 		}
 	}
@@ -79,13 +108,18 @@ func (c *tbCell) decide(k *kernel.TokenBucket, now time.Duration, n int) kernel.
 // decideKeyed is the keyed store's CAS loop (see try): live is false if the
 // cell is a tombstone, and nothing was decided (see keyed.go). pause, when
 // not nil (tests only), is called after the first load of the word.
-func (c *tbCell) decideKeyed(k *kernel.TokenBucket, now time.Duration, n int, pause func()) (kernel.Verdict, bool) {
+func (c *tbCell) decideKeyed(k *tbKernel, now time.Duration, n int, pause func()) (kernel.Verdict, bool) {
 	old := c.w.Load()
 	if pause != nil {
 		pause()
 	}
 	for old != tbTombstone {
-		if v, done := c.try(k, now, n, old); done {
+		if old == tbHeld {
+			v, o := decideHeld[uint64](k, c, unsafe.Pointer(c), now, n)
+			if o != released {
+				return v, o == decided
+			}
+		} else if v, done := c.try(&k.TokenBucket, now, n, old); done {
 			return v, true
 		}
 		old = c.w.Load()
@@ -98,9 +132,13 @@ func (c *tbCell) decideKeyed(k *kernel.TokenBucket, now time.Duration, n int, pa
 // published between the check and the Store would be erased with the cell,
 // and its key would start afresh with a second budget. The CAS from the
 // exact value judged fresh is the eviction's linearization point.
-func (c *tbCell) evict(k *kernel.TokenBucket, at time.Duration, floor *paddedInt64) bool {
+func (c *tbCell) evict(k *tbKernel, at time.Duration, floor *paddedInt64) bool {
 	old := c.w.Load()
-	if old == tbTombstone {
+	if old == tbHeld {
+		settleHeld[uint64](k, c, unsafe.Pointer(c), at)
+		old = c.w.Load()
+	}
+	if old == tbTombstone || old == tbHeld {
 		return false
 	}
 	s := kernel.TokenBucketState{TAT: old}
@@ -125,10 +163,39 @@ type tbSnapCell struct {
 	name string
 }
 
-var tbSnapTombstone = new(kernel.TokenBucketState)
+var (
+	tbSnapTombstone = new(kernel.TokenBucketState)
+	tbSnapHeld      = new(kernel.TokenBucketState) // the held value (hold.go)
+)
 
 func (c *tbSnapCell) key() string       { return c.name }
 func (c *tbSnapCell) setKey(key string) { c.name = key }
+
+// The methods of holdCell (hold.go).
+
+func (c *tbSnapCell) load() *kernel.TokenBucketState { return c.p.Load() }
+
+func (c *tbSnapCell) state(p *kernel.TokenBucketState) (s kernel.TokenBucketState, held, tomb bool) {
+	switch p {
+	case nil:
+		return s, false, false
+	case tbSnapHeld:
+		return s, true, false
+	case tbSnapTombstone:
+		return s, false, true
+	}
+	return *p, false, false
+}
+
+func (c *tbSnapCell) cas(old *kernel.TokenBucketState, s kernel.TokenBucketState) bool {
+	return c.p.CompareAndSwap(old, &s)
+}
+
+func (c *tbSnapCell) casHeld(old *kernel.TokenBucketState) bool {
+	return c.p.CompareAndSwap(old, tbSnapHeld)
+}
+
+func (c *tbSnapCell) release(s kernel.TokenBucketState) { c.p.Store(&s) }
 
 // decideKeyed is the CAS loop of the snapshot bucket; see tbCell.try for why
 // a CAS and where each decision takes effect, and tbCell.decideKeyed for
@@ -136,7 +203,7 @@ func (c *tbSnapCell) setKey(key string) { c.name = key }
 // first admission attempt, and reused across retries. The single-key
 // bucket uses it too (decide): its allocation costs far more than the
 // tombstone's check.
-func (c *tbSnapCell) decideKeyed(k *kernel.TokenBucket, now time.Duration, n int, pause func()) (v kernel.Verdict, live bool) {
+func (c *tbSnapCell) decideKeyed(k *tbKernel, now time.Duration, n int, pause func()) (v kernel.Verdict, live bool) {
 	var next *kernel.TokenBucketState
 	for {
 		cur := c.p.Load()
@@ -146,6 +213,13 @@ func (c *tbSnapCell) decideKeyed(k *kernel.TokenBucket, now time.Duration, n int
 		}
 		if cur == tbSnapTombstone {
 			return v, false
+		}
+		if cur == tbSnapHeld {
+			v, o := decideHeld[*kernel.TokenBucketState](k, c, unsafe.Pointer(c), now, n)
+			if o != released {
+				return v, o == decided
+			}
+			continue
 		}
 		var s kernel.TokenBucketState
 		if cur != nil {
@@ -167,15 +241,19 @@ func (c *tbSnapCell) decideKeyed(k *kernel.TokenBucket, now time.Duration, n int
 }
 
 // decide is decideKeyed for the single-key bucket, which has no tombstone.
-func (c *tbSnapCell) decide(k *kernel.TokenBucket, now time.Duration, n int) kernel.Verdict {
+func (c *tbSnapCell) decide(k *tbKernel, now time.Duration, n int) kernel.Verdict {
 	v, _ := c.decideKeyed(k, now, n, nil)
 	return v
 }
 
 // evict is tbCell.evict for a snapshot.
-func (c *tbSnapCell) evict(k *kernel.TokenBucket, at time.Duration, floor *paddedInt64) bool {
+func (c *tbSnapCell) evict(k *tbKernel, at time.Duration, floor *paddedInt64) bool {
 	cur := c.p.Load()
-	if cur == tbSnapTombstone {
+	if cur == tbSnapHeld {
+		settleHeld[*kernel.TokenBucketState](k, c, unsafe.Pointer(c), at)
+		cur = c.p.Load()
+	}
+	if cur == tbSnapTombstone || cur == tbSnapHeld {
 		return false
 	}
 	var s kernel.TokenBucketState
@@ -201,7 +279,7 @@ func (c *tbSnapCell) evict(k *kernel.TokenBucket, at time.Duration, floor *padde
 // concurrent use.
 type TokenBucket struct {
 	c     tbCell
-	k     kernel.TokenBucket
+	k     tbKernel
 	clock clock.Clock
 }
 
@@ -217,7 +295,7 @@ func NewTokenBucket(rule admit.Rule, opts ...admit.Option) (*TokenBucket, error)
 		return nil, fmt.Errorf("atomic: %w: %v emits a token every %d/%d ns, not a whole number of nanoseconds, so its state does not fit one word; use NewTokenBucketSnapshot",
 			admit.ErrUnsupported, rule, int64(rule.Window), rule.Limit)
 	}
-	return &TokenBucket{k: k, clock: set.Clock}, nil
+	return &TokenBucket{k: *newTBKernel(&k, 1), clock: set.Clock}, nil
 }
 
 // Allow is AllowN(1).
@@ -242,7 +320,7 @@ func (l *TokenBucket) AllowN(n int) (d admit.Decision) {
 // concurrent use.
 type TokenBucketSnapshot struct {
 	c     tbSnapCell
-	k     kernel.TokenBucket
+	k     tbKernel
 	clock clock.Clock
 }
 
@@ -253,7 +331,7 @@ func NewTokenBucketSnapshot(rule admit.Rule, opts ...admit.Option) (*TokenBucket
 	if err != nil {
 		return nil, err
 	}
-	return &TokenBucketSnapshot{k: k, clock: set.Clock}, nil
+	return &TokenBucketSnapshot{k: *newTBKernel(&k, 1), clock: set.Clock}, nil
 }
 
 // Allow is AllowN(1).

@@ -1,6 +1,7 @@
 package locked
 
 import (
+	"strings"
 	"time"
 
 	"github.com/admit-go/admit"
@@ -18,14 +19,38 @@ import (
 // stores the key through the insert path (sweep, WithMaxKeys) only if it took
 // tokens. A reserved key's bucket is in debt until its tokens are due, so it
 // is not fresh and no sweep evicts it meanwhile.
+//
+// A reservation that must wait leaves a hold (kernel.Hold) in its stripe's
+// holds, keyed like the states: the record that lets it be cancelled at most
+// once, only on its key, and never once it was due at a reading the key has
+// seen. Every call on a key of a stripe with holds shows its reading to the
+// key's hold (showHold), and each new hold prunes a few dead ones.
 type keyedTokenBucket struct {
 	*keyed[kernel.TokenBucketState, *kernel.TokenBucket]
 }
 
 var _ admit.KeyedReserver = keyedTokenBucket{}
 
-func tbReservation(d time.Duration, n int, s kernel.TokenBucketState) admit.Reservation {
-	return admit.NewReservation(d, n, [2]uint64{s.TAT, uint64(s.Frac)})
+// pruneHolds is how many other holds a new hold examines for pruning.
+const pruneHolds = 2
+
+// showHold shows key's hold, if it has one, a reading now of its state *s,
+// and drops it if it is no longer live. It requires that st.mu is held. It
+// is generic only so that the generic AllowN can call it; it is reached only
+// for token buckets, the only stores with holds.
+func showHold[S any, K any](st *stripe[S], k K, key string, s *S, now time.Duration) {
+	h, ok := st.holds[key]
+	if !ok {
+		return
+	}
+	if any(k).(*kernel.TokenBucket).Observe(&h, *any(s).(*kernel.TokenBucketState), now) {
+		st.holds[key] = h
+		return
+	}
+	delete(st.holds, key)
+	if len(st.holds) == 0 {
+		st.holds = nil
+	}
 }
 
 // ReserveN implements [admit.KeyedReserver].
@@ -36,19 +61,49 @@ func (l keyedTokenBucket) ReserveN(key string, n int, maxWait time.Duration) (ad
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if s := st.m[key]; s != nil {
-		d, ok := l.k.Reserve(s, now, n, maxWait)
-		return tbReservation(d, n, *s), ok
+		return l.reserve(st, key, s, now, n, maxWait)
 	}
 	now = max(now, st.floor) // the key may have been evicted as fresh at floor
 	s := new(kernel.TokenBucketState)
-	d, ok := l.k.Reserve(s, now, n, maxWait)
-	if !ok || n == 0 { // took nothing: nothing to store
-		return tbReservation(d, n, *s), ok
+	probe := *s
+	if d, ok := l.k.Reserve(&probe, now, n, maxWait); !ok || n == 0 { // takes nothing: nothing to store
+		return admit.NewReservation(d, n, 0), ok
 	}
 	if wait, ok := l.add(st, key, s, now); !ok {
-		return admit.NewReservation(wait, n, [2]uint64{}), false // a full store
+		return admit.NewReservation(wait, n, 0), false // a full store
 	}
-	return tbReservation(d, n, *s), true
+	return l.reserve(st, key, s, now, n, maxWait)
+}
+
+// reserve reserves n on key's stored state *s and records its hold. It
+// requires that st.mu is held.
+func (l keyedTokenBucket) reserve(st *stripe[kernel.TokenBucketState], key string, s *kernel.TokenBucketState, now time.Duration, n int, maxWait time.Duration) (admit.Reservation, bool) {
+	h := st.holds[key]
+	d, ok, t := l.k.ReserveHold(s, &h, now, n, maxWait)
+	switch {
+	case h.Ticket == 0 && st.holds != nil:
+		delete(st.holds, key)
+		if len(st.holds) == 0 {
+			st.holds = nil
+		}
+	case h.Ticket != 0:
+		if st.holds == nil {
+			st.holds = make(map[string]kernel.Hold)
+		}
+		if t != 0 {
+			kernel.PruneHolds(l.k, st.holds, now, pruneHolds, func(k string) (kernel.TokenBucketState, bool) {
+				if s := st.m[k]; s != nil {
+					return *s, true
+				}
+				return kernel.TokenBucketState{}, false
+			})
+		}
+		if _, held := st.holds[key]; !held {
+			key = strings.Clone(key) // the map's own copy
+		}
+		st.holds[key] = h
+	}
+	return admit.NewReservation(d, n, t), ok
 }
 
 // CancelReservation implements [admit.KeyedReserver]. A key that is missing
@@ -63,9 +118,18 @@ func (l keyedTokenBucket) CancelReservation(key string, r admit.Reservation) boo
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	s := st.m[key]
-	if s == nil {
+	h, held := st.holds[key]
+	if s == nil || !held {
 		return false
 	}
-	after := r.State()
-	return l.k.Cancel(s, max(now, st.floor), kernel.TokenBucketState{TAT: after[0], Frac: int64(after[1])}, r.N())
+	ok, drop := l.k.CancelHold(s, &h, r.Ticket(), max(now, st.floor))
+	if drop {
+		delete(st.holds, key)
+		if len(st.holds) == 0 {
+			st.holds = nil
+		}
+	} else {
+		st.holds[key] = h
+	}
+	return ok
 }

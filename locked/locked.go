@@ -119,7 +119,7 @@ func NewLimiter(rule admit.Rule, opts ...admit.Option) (admit.Limiter, error) {
 	}
 	switch rule.Algorithm {
 	case admit.TokenBucket:
-		return &tokenBucket{single[kernel.TokenBucketState, *kernel.TokenBucket]{k: kernel.NewTokenBucket(rule), clock: set.Clock}}, nil
+		return &tokenBucket{single: single[kernel.TokenBucketState, *kernel.TokenBucket]{k: kernel.NewTokenBucket(rule), clock: set.Clock}}, nil
 	case admit.FixedWindow:
 		return &single[kernel.FixedWindowState, *kernel.FixedWindow]{k: kernel.NewFixedWindow(rule), clock: set.Clock}, nil
 	case admit.SlidingLog:
@@ -160,6 +160,7 @@ type stripeFields struct {
 	m     map[string]unsafe.Pointer
 	floor time.Duration
 	peak  int
+	holds map[string]kernel.Hold
 }
 
 // stripe is a mutex and the states of the keys that hash to it.
@@ -176,6 +177,11 @@ type stripe[S any] struct {
 	floor time.Duration
 
 	peak int // guarded by mu: the most keys m has held since it was made
+
+	// holds is guarded by mu: the holds (kernel.Hold) of the token-bucket
+	// reservations of this stripe's keys that may still be cancelled; nil
+	// when there are none, so that other calls pay one comparison for them.
+	holds map[string]kernel.Hold
 
 	_ [cacheLinePad - unsafe.Sizeof(stripeFields{})]byte
 }
@@ -229,7 +235,11 @@ func (l *keyed[S, K]) AllowN(key string, n int) admit.Decision {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if s := st.m[key]; s != nil {
-		return l.k.Allow(s, now, n)
+		d := l.k.Allow(s, now, n)
+		if st.holds != nil {
+			showHold(st, l.k, key, s, now)
+		}
+		return d
 	}
 	return l.insert(st, key, now, n)
 }

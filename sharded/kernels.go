@@ -65,50 +65,30 @@ func (l *store[KT, S]) fresh(s *S, now time.Duration) bool {
 	}
 }
 
-// Reserve is kernel.TokenBucket.Reserve on the word.
-func (p *packedTB) Reserve(s *uint64, now time.Duration, n int, maxWait time.Duration) (time.Duration, bool) {
-	st := kernel.TokenBucketState{TAT: *s}
-	d, ok := p.k.Reserve(&st, now, n, maxWait)
-	*s = st.TAT
-	return d, ok
+// tbState returns the token-bucket state *s: a packed word's, or the
+// kernel's state itself.
+func tbState[S any](s *S) kernel.TokenBucketState {
+	if w, ok := any(s).(*uint64); ok {
+		return kernel.TokenBucketState{TAT: *w}
+	}
+	return *any(s).(*kernel.TokenBucketState)
 }
 
-// Cancel is kernel.TokenBucket.Cancel on the word.
-func (p *packedTB) Cancel(s *uint64, now time.Duration, after kernel.TokenBucketState, n int) bool {
-	st := kernel.TokenBucketState{TAT: *s}
-	ok := p.k.Cancel(&st, now, after, n)
-	*s = st.TAT
-	return ok
+// setTBState stores st in *s, as tbState reads it. A packed word's Frac is
+// always 0 (kernel.TokenBucket.Packable).
+func setTBState[S any](s *S, st kernel.TokenBucketState) {
+	if w, ok := any(s).(*uint64); ok {
+		*w = st.TAT
+		return
+	}
+	*any(s).(*kernel.TokenBucketState) = st
 }
 
-// reserveTB runs the store's token-bucket kernel's Reserve on *s, dispatching
-// as decide does. The store must be a token bucket's.
-func (l *store[KT, S]) reserveTB(s *S, now time.Duration, n int, maxWait time.Duration) (time.Duration, bool) {
+// tbKernel returns the store's token-bucket kernel. The store must be a
+// token bucket's.
+func (l *store[KT, S]) tbKernel() *kernel.TokenBucket {
 	if k, ok := l.kern.(*packedTB); ok {
-		return k.Reserve(any(s).(*uint64), now, n, maxWait)
+		return k.k
 	}
-	return l.kern.(*kernel.TokenBucket).Reserve(any(s).(*kernel.TokenBucketState), now, n, maxWait)
-}
-
-// cancelTB runs the store's token-bucket kernel's Cancel on *s for r,
-// dispatching as decide does. The store must be a token bucket's.
-func (l *store[KT, S]) cancelTB(s *S, now time.Duration, r admit.Reservation) bool {
-	st := r.State()
-	after := kernel.TokenBucketState{TAT: st[0], Frac: int64(st[1])}
-	if k, ok := l.kern.(*packedTB); ok {
-		return k.Cancel(any(s).(*uint64), now, after, r.N())
-	}
-	return l.kern.(*kernel.TokenBucket).Cancel(any(s).(*kernel.TokenBucketState), now, after, r.N())
-}
-
-// reservation records a reservation of n due after d that left the state *s.
-func (l *store[KT, S]) reservation(d time.Duration, n int, s *S) admit.Reservation {
-	var st [2]uint64
-	switch s := any(s).(type) {
-	case *uint64:
-		st[0] = *s
-	case *kernel.TokenBucketState:
-		st = [2]uint64{s.TAT, uint64(s.Frac)}
-	}
-	return admit.NewReservation(d, n, st)
+	return l.kern.(*kernel.TokenBucket)
 }

@@ -19,6 +19,12 @@ import (
 // key through the insert path (sweep, WithMaxKeys) only if it took tokens. A
 // reserved key's bucket is in debt until its tokens are due, so it is not
 // fresh and no sweep evicts it meanwhile.
+//
+// A reservation that must wait leaves a hold (kernel.Hold) in its shard's
+// holds, under the key's map key: the record that lets it be cancelled at
+// most once, only on its key, and never once it was due at a reading the key
+// has seen. Every call on a key of a shard with holds shows its reading to
+// the key's hold (showHold), and each new hold prunes a few dead ones.
 
 // tbFullKeys is the token bucket of a store of full keys.
 type tbFullKeys[S any] struct{ *fullKeys[S] }
@@ -34,6 +40,9 @@ var (
 	_ Store               = tbFullKeys[uint64]{}
 	_ Store               = tbHashedKeys[uint64]{}
 )
+
+// pruneHolds is how many other holds a new hold examines for pruning.
+const pruneHolds = 2
 
 // buildTB is build for a token bucket: S is uint64 (kern a *packedTB) or
 // kernel.TokenBucketState (kern a *kernel.TokenBucket).
@@ -68,6 +77,29 @@ func (l tbHashedKeys[S]) CancelReservation(key string, r admit.Reservation) bool
 	return l.cancelReservation(h, h, r)
 }
 
+// showHold shows the hold of map key mk, if it has one, a reading now of its
+// state *s, and drops it if it is no longer live. It requires that sh.mu is
+// held and that the store is a token bucket's (the only stores with holds).
+func (l *store[KT, S]) showHold(sh *shard[KT, S], mk KT, s *S, now time.Duration) {
+	h, ok := sh.holds[mk]
+	if !ok {
+		return
+	}
+	if l.tbKernel().Observe(&h, tbState(s), now) {
+		sh.holds[mk] = h
+		return
+	}
+	l.dropHold(sh, mk)
+}
+
+// dropHold deletes mk's hold. It requires that sh.mu is held.
+func (l *store[KT, S]) dropHold(sh *shard[KT, S], mk KT) {
+	delete(sh.holds, mk)
+	if len(sh.holds) == 0 {
+		sh.holds = nil
+	}
+}
+
 // reserveN is allow for a reservation; see the top of this file.
 func (l *store[KT, S]) reserveN(mk KT, h uint64, n int, maxWait time.Duration) (admit.Reservation, bool) {
 	now := l.clock.Now()
@@ -75,23 +107,44 @@ func (l *store[KT, S]) reserveN(mk KT, h uint64, n int, maxWait time.Duration) (
 	sh := &l.shards[h>>l.shift]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	k := l.tbKernel()
 	s, stored := sh.m[mk]
-	if stored {
-		d, ok := l.reserveTB(&s, now, n, maxWait)
-		if ok && n > 0 { // a map holds values: write s back
-			sh.m[mk] = s
+	if !stored {
+		now = max(now, sh.floor) // the key may have been evicted as fresh at floor
+		var probe kernel.TokenBucketState
+		if d, ok := k.Reserve(&probe, now, n, maxWait); !ok || n == 0 { // takes nothing: nothing to store
+			return admit.NewReservation(d, n, 0), ok
 		}
-		return l.reservation(d, n, &s), ok
+		if wait, ok := l.add(sh, mk, s, now); !ok {
+			return admit.NewReservation(wait, n, 0), false // a full store
+		}
 	}
-	now = max(now, sh.floor) // the key may have been evicted as fresh at floor
-	d, ok := l.reserveTB(&s, now, n, maxWait)
-	if !ok || n == 0 { // took nothing: nothing to store
-		return l.reservation(d, n, &s), ok
+	st := tbState(&s)
+	hold := sh.holds[mk]
+	d, ok, t := k.ReserveHold(&st, &hold, now, n, maxWait)
+	if ok && n > 0 { // a map holds values: write the state back
+		setTBState(&s, st)
+		sh.m[mk] = s
 	}
-	if wait, ok := l.add(sh, mk, s, now); !ok {
-		return admit.NewReservation(wait, n, [2]uint64{}), false // a full store
+	switch {
+	case hold.Ticket == 0 && sh.holds != nil:
+		l.dropHold(sh, mk)
+	case hold.Ticket != 0:
+		if sh.holds == nil {
+			sh.holds = make(map[KT]kernel.Hold)
+		}
+		if t != 0 {
+			kernel.PruneHolds(k, sh.holds, now, pruneHolds, func(mk KT) (kernel.TokenBucketState, bool) {
+				s, ok := sh.m[mk]
+				return tbState(&s), ok
+			})
+		}
+		if _, held := sh.holds[mk]; !held && l.clone != nil {
+			mk = l.clone(mk) // the map's own copy
+		}
+		sh.holds[mk] = hold
 	}
-	return l.reservation(d, n, &s), true
+	return admit.NewReservation(d, n, t), ok
 }
 
 // cancelReservation gives r's tokens back; see
@@ -106,12 +159,20 @@ func (l *store[KT, S]) cancelReservation(mk KT, h uint64, r admit.Reservation) b
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s, stored := sh.m[mk]
-	if !stored {
+	hold, held := sh.holds[mk]
+	if !stored || !held {
 		return false
 	}
-	if !l.cancelTB(&s, max(now, sh.floor), r) {
-		return false
+	st := tbState(&s)
+	ok, drop := l.tbKernel().CancelHold(&st, &hold, r.Ticket(), max(now, sh.floor))
+	if ok {
+		setTBState(&s, st)
+		sh.m[mk] = s
 	}
-	sh.m[mk] = s
-	return true
+	if drop {
+		l.dropHold(sh, mk)
+	} else {
+		sh.holds[mk] = hold
+	}
+	return ok
 }

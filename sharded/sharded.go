@@ -96,6 +96,7 @@ type shardFields struct {
 	m     map[string]struct{}
 	floor time.Duration
 	peak  int
+	holds map[string]struct{}
 }
 
 // shard is a mutex and the states of the keys that hash to it.
@@ -113,6 +114,11 @@ type shard[KT comparable, S any] struct {
 	floor time.Duration
 
 	peak int // guarded by mu: the most keys m has held since it was made
+
+	// holds is guarded by mu: the holds (kernel.Hold) of the token-bucket
+	// reservations of this shard's keys that may still be cancelled; nil
+	// when there are none, so that other calls pay one comparison for them.
+	holds map[KT]kernel.Hold
 
 	_ [cacheLinePad - unsafe.Sizeof(shardFields{})]byte
 }
@@ -199,6 +205,9 @@ func (l *store[KT, S]) allow(mk KT, h uint64, n int) admit.Decision {
 	d := l.decide(&s, now, n)
 	if d.Allowed && n > 0 { // the kernel changed s; a map holds values, so write it back
 		sh.m[mk] = s
+	}
+	if sh.holds != nil {
+		l.showHold(sh, mk, &s, now)
 	}
 	sh.mu.Unlock()
 	return d

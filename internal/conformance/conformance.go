@@ -77,6 +77,7 @@ func Run(t *testing.T, v Variant) {
 				t.Run("Allocs", func(t *testing.T) { testAllocs(t, v, alg) })
 			}
 			t.Run("ReserveAsAllow", func(t *testing.T) { testReserveAsAllow(t, v, alg) })
+			t.Run("Cancel", func(t *testing.T) { testCancel(t, v, alg) })
 			if v.Store != nil {
 				runStore(t, v, alg)
 			}

@@ -65,3 +65,118 @@ func testReserveAsAllow(t *testing.T, v Variant, alg admit.Algorithm) {
 		}
 	})
 }
+
+// reservers returns the token buckets of rule behind v's keyed and, if v has
+// one, single-key constructor, each as a function of a key, or skips.
+func reservers(t *testing.T, v Variant, rule admit.Rule, fake *clock.Fake) map[string]func(key string) (reserve func(n int) admit.Reservation, cancel func(admit.Reservation) bool, allow func(n int) admit.Decision) {
+	t.Helper()
+	out := map[string]func(string) (func(int) admit.Reservation, func(admit.Reservation) bool, func(int) admit.Decision){}
+	lim, err := v.New(rule, admit.WithClock(fake))
+	require.NoError(t, err)
+	if kr, ok := lim.(admit.KeyedReserver); ok {
+		out["keyed"] = func(key string) (func(int) admit.Reservation, func(admit.Reservation) bool, func(int) admit.Decision) {
+			return func(n int) admit.Reservation {
+					r, ok := kr.ReserveN(key, n, admit.Never)
+					require.True(t, ok)
+					return r
+				}, func(r admit.Reservation) bool { return kr.CancelReservation(key, r) },
+				func(n int) admit.Decision { return kr.AllowN(key, n) }
+		}
+	}
+	if v.NewLimiter != nil {
+		single, err := v.NewLimiter(rule, admit.WithClock(fake))
+		require.NoError(t, err)
+		if r, ok := single.(admit.Reserver); ok {
+			out["single"] = func(string) (func(int) admit.Reservation, func(admit.Reservation) bool, func(int) admit.Decision) {
+				return func(n int) admit.Reservation {
+						res, ok := r.ReserveN(n, admit.Never)
+						require.True(t, ok)
+						return res
+					}, r.CancelReservation,
+					func(n int) admit.Decision { return r.AllowN(n) }
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Skip("no admit.Reserver or admit.KeyedReserver")
+	}
+	return out
+}
+
+// testCancel checks the promises of CancelReservation in every store: a
+// reservation is cancelled at most once, however often it (or a copy) is
+// presented; only on the key it was made on; never at a reading older than
+// one at which its tokens were seen due; and the due times of reservations
+// never lie closer together than their tokens allow.
+func testCancel(t *testing.T, v Variant, alg admit.Algorithm) {
+	if alg != admit.TokenBucket {
+		t.Skip("only token buckets reserve")
+	}
+	// Both rules: a whole-nanosecond emission interval (atomic's packed
+	// word) and one with a fraction (atomic's snapshot).
+	for _, text := range []string{"token-bucket,1,1s", "token-bucket,3,10s"} {
+		rule := mustRule(t, text)
+		slot := rule.Window / time.Duration(rule.Limit)
+		t.Run("Twice/"+text, func(t *testing.T) {
+			fake := clock.NewFake()
+			for name, of := range reservers(t, v, rule, fake) {
+				reserve, cancel, allow := of("k")
+				require.True(t, allow(rule.Limit).Allowed, name)
+				rA := reserve(1)
+				require.Positive(t, rA.Delay, name)
+				copyA := rA
+				require.True(t, cancel(rA), name)
+				rB := reserve(1)
+				require.Equal(t, rA.Delay, rB.Delay, name)
+				require.False(t, cancel(rA), "%s: A was cancelled already", name)
+				require.False(t, cancel(copyA), "%s: a copy of A too", name)
+				rC := reserve(1)
+				require.GreaterOrEqual(t, rC.Delay, rB.Delay+slot, "%s: C waits behind B", name)
+			}
+		})
+		t.Run("StaleReading/"+text, func(t *testing.T) {
+			for _, n := range []int{0, 1} {
+				fake := clock.NewFake()
+				for name, of := range reservers(t, v, rule, fake) {
+					fake.Set(time.Hour)
+					reserve, cancel, allow := of("k")
+					require.True(t, allow(rule.Limit).Allowed, name)
+					r := reserve(1)
+					fake.Set(time.Hour + r.Delay + slot/2)
+					allow(n) // sees the tokens due
+					fake.Set(time.Hour + r.Delay/2)
+					require.False(t, cancel(r), "%s: AllowN(%d) saw the tokens due; a cancel at an older reading is stale", name, n)
+					fake.Set(time.Hour + r.Delay + slot/2)
+					require.False(t, allow(1).Allowed, "%s: the reservation's token is spent", name)
+				}
+			}
+		})
+	}
+	t.Run("OtherKey", func(t *testing.T) {
+		fake := clock.NewFake()
+		of, ok := reservers(t, v, mustRule(t, "token-bucket,1,1s"), fake)["keyed"]
+		if !ok {
+			t.Skip("not an admit.KeyedReserver")
+		}
+		resX, cancelX, allowX := of("x")
+		resY, cancelY, allowY := of("y")
+		require.True(t, allowX(1).Allowed)
+		require.True(t, allowY(1).Allowed)
+		rX, rY := resX(1), resY(1)
+		require.False(t, cancelY(rX), "x's reservation must not free y's token")
+		require.False(t, cancelX(rY), "nor y's x's")
+		require.True(t, cancelX(rX))
+		require.True(t, cancelY(rY))
+	})
+	t.Run("DueSpan", func(t *testing.T) {
+		fake := clock.NewFake()
+		for name, of := range reservers(t, v, mustRule(t, "token-bucket,3,10ms"), fake) {
+			reserve, _, _ := of("k")
+			var got []time.Duration
+			for _, n := range []int{1, 3, 1, 1, 1, 1} {
+				got = append(got, reserve(n).Delay)
+			}
+			require.Equal(t, []time.Duration{0, 3_333_334, 6_666_668, 10_000_001, 13_333_334, 16_666_668}, got, name)
+		}
+	})
+}

@@ -26,9 +26,11 @@ func TestReserveSteps(t *testing.T) {
 	d, ok, _ := reserve(0, 2, 0)
 	require.True(t, ok)
 	require.Equal(t, time.Duration(0), d, "the burst is due at once")
+	beforeA := st
 	d, ok, afterA := reserve(0, 1, time.Hour)
 	require.True(t, ok)
 	require.Equal(t, s, d, "the next slot is 1s away")
+	beforeB := st
 	d, ok, afterB := reserve(0, 1, time.Hour)
 	require.True(t, ok)
 	require.Equal(t, 2*s, d, "and the one after, 2s")
@@ -37,10 +39,10 @@ func TestReserveSteps(t *testing.T) {
 	assert.Equal(t, 3*s, d)
 	assert.Equal(t, afterB, st, "a refused reservation changes nothing")
 
-	assert.False(t, k.Cancel(&st, 0, afterA, 1), "B was reserved after A: A's slot is promised")
-	assert.True(t, k.Cancel(&st, 0, afterB, 1), "B is the last and not due: given back")
+	assert.False(t, k.Cancel(&st, 0, beforeA, afterA), "B was reserved after A: A's slot is promised")
+	assert.True(t, k.Cancel(&st, 0, beforeB, afterB), "B is the last and not due: given back")
 	assert.Equal(t, afterA, st, "as if B had never been reserved")
-	assert.False(t, k.Cancel(&st, s, afterA, 1), "A is due at 1s: spent")
+	assert.False(t, k.Cancel(&st, s, beforeA, afterA), "A is due at 1s: spent")
 
 	d, ok, _ = reserve(0, 1, time.Hour)
 	assert.True(t, ok)
@@ -59,8 +61,9 @@ func TestReserveSteps(t *testing.T) {
 //   - Reserve with an unbounded wait returns Allow's RetryAfter;
 //   - a reservation cancelled at once leaves a state that decides every later
 //     reading as the state before it did;
-//   - the tokens' due times obey the interval bound: over any span of due
-//     times of length d, at most L + floor(d·L/W) tokens.
+//   - the readings at which the waiters proceed (the reading of the
+//     reservation plus its wait, whole nanoseconds) obey the interval bound:
+//     over any span of them of length d, at most L + floor(d·L/W) tokens.
 func TestReserveProperties(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		limit := rapid.IntRange(1, 12).Draw(rt, "limit")
@@ -96,7 +99,7 @@ func TestReserveProperties(t *testing.T) {
 				}
 				if rapid.Bool().Draw(rt, "cancel") && d > 0 {
 					after := st
-					require.True(rt, k.Cancel(&st, now, after, n), "op %d: cancel of the last reservation before it is due", i)
+					require.True(rt, k.Cancel(&st, now, before, after), "op %d: cancel of the last reservation before it is due", i)
 					for _, later := range []time.Duration{0, 1, window / 3, window, 3 * window} {
 						a, b := before, st
 						if x, y := k.Decide(&a, now+later, 1), k.Decide(&b, now+later, 1); x != y && !(d > 0 && later < 0) {
@@ -111,7 +114,9 @@ func TestReserveProperties(t *testing.T) {
 				if ceil := ratCeil(at); ceil.Cmp(bi(int64(now+d))) != 0 && d > 0 {
 					rt.Fatalf("op %d: Reserve(t=%v, %d) waits %v, but the tokens are due at %v", i, now, n, d, at)
 				}
-				dues = append(dues, dueTokens{at: at, n: int64(n)})
+				// The waiter proceeds at the whole-nanosecond reading now+d:
+				// that is the reading the bound must hold over.
+				dues = append(dues, dueTokens{at: new(big.Rat).SetInt64(int64(now + d)), n: int64(n)})
 			}
 		}
 		checkDueBound(rt, dues, int64(limit), int64(window))
@@ -146,4 +151,24 @@ func checkDueBound(rt *rapid.T, dues []dueTokens, limit, window int64) {
 			}
 		}
 	}
+}
+
+// TestReserveDueSpan: due times rounded up to whole nanoseconds must never lie
+// closer together than their tokens allow. 3 per 10ms, frozen at 0: the
+// waiters proceed where an Allow at the same readings would admit them.
+func TestReserveDueSpan(t *testing.T) {
+	k := NewTokenBucket(tb(3, 10*time.Millisecond))
+	var st TokenBucketState
+	var twin TokenBucketState
+	var got []time.Duration
+	for _, n := range []int{1, 3, 1, 1, 1, 1} {
+		d, ok := k.Reserve(&st, 0, n, admit.Never)
+		require.True(t, ok)
+		got = append(got, d)
+		v := k.Decide(&twin, d, n)
+		require.True(t, v.Allowed, "an Allow of %d at %v, where the waiter proceeds, is admitted", n, d)
+	}
+	assert.Equal(t, []time.Duration{0, 3_333_334, 6_666_668, 10_000_001, 13_333_334, 16_666_668}, got)
+	// Readings 3.333334ms to 16.666668ms: 7 tokens over 13.333334ms, within
+	// the bound 3 + floor(13.333334·3/10) = 7 (with 16.666667ms it was 6).
 }

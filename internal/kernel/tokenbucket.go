@@ -179,47 +179,59 @@ func (k *TokenBucket) Reserve(s *TokenBucketState, now time.Duration, n int, max
 		tat, frac = int64(now), 0
 	}
 	costNs, costRem := k.cost(int64(n))
-	tat, frac = k.advance(tat, frac, costNs, costRem)
-	due := addSat(tat, -k.window) // the tokens are due once TAT − W has passed
-	if frac > 0 {
+	ntat, nfrac := k.advance(tat, frac, costNs, costRem)
+	due := addSat(ntat, -k.window) // the tokens are due once TAT − W has passed
+	if nfrac > 0 {
 		due = addSat(due, 1)
 	}
 	d := time.Duration(wait(due, int64(now)))
 	if d > maxWait {
 		return d, false
 	}
-	*s = TokenBucketState{TAT: uint64(tat) ^ bias, Frac: frac}
+	if d > 0 && due > tat {
+		// The waiter proceeds at the whole nanosecond due, which lies past
+		// the bucket's TAT (a TAT with a fraction, and n = Limit): an
+		// admission at that reading would restart the TAT from it, and so
+		// must the reservation. Charging from the exact, earlier instant
+		// instead would let two due times lie closer together than their
+		// tokens allow (3 per 10ms, frozen at 0: ReserveN(1), ReserveN(3),
+		// then ReserveN(1) ×4 would be due at 3.333334ms and, four tokens
+		// later, at 16.666667ms: 13.333333ms apart, one nanosecond short of
+		// four tokens' worth).
+		ntat, nfrac = k.advance(due, 0, costNs, costRem)
+	}
+	*s = TokenBucketState{TAT: uint64(ntat) ^ bias, Frac: nfrac}
 	return d, true
 }
 
-// Cancel gives back the n tokens of a reservation that left the state after,
-// if nothing has been admitted or reserved since (*s still equals after) and
-// the reservation is not yet due at reading now; it reports whether it did.
-// The bucket is then as if the reservation had never been made (or, if the
-// bucket was full when it was made, as if it had been made and refilled from
-// that moment), so a cancellation never lets more through than the rule
-// allows. A reservation followed by others is not given back: its tokens are
-// already promised to the later ones' slots.
-func (k *TokenBucket) Cancel(s *TokenBucketState, now time.Duration, after TokenBucketState, n int) bool {
-	now = clampTime(now)
-	if *s != after || n <= 0 || int64(n) > k.limit {
-		return false
-	}
-	tat, frac := int64(after.TAT^bias), after.Frac
-	due := addSat(tat, -k.window)
-	if frac > 0 {
+// Due returns the reading at which the tokens of the reservation that left
+// the state after are due: its TAT − W, rounded up to whole nanoseconds.
+func (k *TokenBucket) Due(after TokenBucketState) time.Duration {
+	due := addSat(int64(after.TAT^bias), -k.window)
+	if after.Frac > 0 {
 		due = addSat(due, 1)
 	}
-	if due <= int64(now) {
-		return false // due: the tokens are spent
+	return time.Duration(due)
+}
+
+// Cancel gives back the tokens of a reservation that found the state before
+// and left the state after, if nothing has been admitted or reserved since
+// (*s still equals after) and the reservation is not yet due at reading now;
+// it reports whether it did. The bucket is then exactly as if the
+// reservation had never been made, so a cancellation never lets more
+// through than the rule allows. A reservation followed by others is not
+// given back: its tokens are already promised to the later ones' slots.
+//
+// Cancel trusts its caller that before and after are one reservation's:
+// comparing states cannot tell two reservations apart (after a
+// cancellation, a new reservation can leave the same state again). A
+// limiter keeps a [Hold] per key for that, and cancels through
+// [TokenBucket.CancelHold].
+func (k *TokenBucket) Cancel(s *TokenBucketState, now time.Duration, before, after TokenBucketState) bool {
+	if *s != after || k.Due(after) <= clampTime(now) {
+		return false // something came since, or the tokens are due: spent
 	}
-	costNs, costRem := k.cost(int64(n))
-	frac -= costRem
-	if frac < 0 {
-		frac += k.limit
-		costNs++
-	}
-	*s = TokenBucketState{TAT: uint64(tat-costNs) ^ bias, Frac: frac}
+	*s = before
 	return true
 }
 

@@ -1,0 +1,237 @@
+package atomic
+
+import (
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/admit-go/admit/internal/hook"
+	"github.com/admit-go/admit/internal/kernel"
+)
+
+// This file is how a lock-free token bucket keeps the hold (kernel.Hold) of
+// a reservation that may still be cancelled: the record that lets a
+// cancellation happen at most once, only on the key it was made on, and
+// never once the tokens were due at any reading the key has seen.
+//
+// A hold needs more than a state word can carry (a ticket, the newest
+// reading seen), and every call on the key, denials and probes included,
+// must show it its reading, atomically with the decision. So while a cell
+// has a hold, it is held: its word (or snapshot pointer) is a sentinel, the
+// held value, which no state ever takes, and its state lives in a record
+// under a mutex, with the hold:
+//
+//   - A call that loads the held value decides under the record's mutex,
+//     on the record's state, and shows the hold its reading (decideHeld).
+//   - A reservation takes the mutex first, whatever the value. If it leaves
+//     a hold on a cell that was not held, it writes the record and then
+//     swaps the value it decided on for the held value by CompareAndSwap,
+//     still under the mutex: a lock-free admission published meanwhile
+//     makes the CAS fail, and the reservation starts over.
+//   - A cancellation takes the mutex and succeeds only on a held cell whose
+//     record's ticket is the reservation's.
+//   - When the hold is no longer live (the tokens were due at a reading
+//     shown to it, or a cancellation used it), whoever finds it so stores
+//     the record's state back into the cell and deletes the record, under
+//     the mutex. Only the mutex's holder ever writes a held cell.
+//
+// So a cell is held exactly while its record exists. The tempting wrong
+// version keeps the word as it is and a hold beside it: a denial that loads
+// the word and decides at a reading past the due time, then a cancellation
+// at a stale reading that runs before the denial can record its reading,
+// gives back tokens that a waiter may have used (the denial linearizes
+// before the cancellation). Holding the cell puts every call on a held key
+// under one mutex; there are few such calls, since a key is held only while
+// a waiter sleeps on it and a bucket that owes a waiter denies everything
+// else. Calls on cells that are not held pay one comparison.
+//
+// A held cell is not fresh, so no sweep evicts it; a sweep that meets one
+// shows its hold the sweep's reading first (settleHeld), so that a key held
+// by a reservation nobody came back for is released and evicted in time.
+
+// tbKernel is what a token-bucket cell decides with: the kernel, and the
+// records of the holds of the cells that use it.
+type tbKernel struct {
+	kernel.TokenBucket
+	holds holdTable
+}
+
+// holdTable holds the records of held cells, in stripes chosen by the cell's
+// address.
+type holdTable struct {
+	stripes []holdStripe
+	mask    uintptr
+}
+
+// holdStripe is a mutex and the records of the held cells that map to it.
+type holdStripe struct {
+	mu sync.Mutex
+	m  map[unsafe.Pointer]heldRec // guarded by mu
+	_  [cacheLinePad - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(map[int]int(nil))]byte
+}
+
+// heldRec is a held cell's state and hold.
+type heldRec struct {
+	state kernel.TokenBucketState
+	hold  kernel.Hold
+}
+
+// newTBKernel returns the kernel k with a hold table of n stripes (a power
+// of two).
+func newTBKernel(k *kernel.TokenBucket, n int) *tbKernel {
+	t := &tbKernel{TokenBucket: *k}
+	t.holds.init(n)
+	return t
+}
+
+func (t *holdTable) init(n int) {
+	t.stripes = make([]holdStripe, n)
+	t.mask = uintptr(n - 1)
+}
+
+// of returns the stripe of the cell at address c.
+func (t *holdTable) of(c unsafe.Pointer) *holdStripe {
+	a := uintptr(c)
+	return &t.stripes[(a>>6^a>>12)&t.mask]
+}
+
+// holdCell is a token-bucket cell whose value, of type V, is a state, the
+// held value or (keyed stores) the tombstone: tbCell and tbSnapCell.
+type holdCell[V comparable] interface {
+	load() V
+	// state decodes v: the state it is, or whether it is the held value or
+	// the tombstone.
+	state(v V) (s kernel.TokenBucketState, held, tomb bool)
+	// cas publishes s if the value is still old.
+	cas(old V, s kernel.TokenBucketState) bool
+	// casHeld swaps old for the held value.
+	casHeld(old V) bool
+	// release stores s into a held cell; only the holder of its stripe's
+	// mutex may call it.
+	release(s kernel.TokenBucketState)
+}
+
+// heldOutcome says what a call on a held cell found.
+type heldOutcome uint8
+
+const (
+	decided  heldOutcome = iota // the call was decided
+	released                    // the cell was released meanwhile: load it again
+	tomb                        // the cell is a tombstone: nothing was decided
+)
+
+// decideHeld decides a request for n at reading now on the held cell c,
+// under its stripe's mutex, on the record's state, and shows the hold the
+// reading; it releases the cell if the hold is no longer live. Its
+// linearization point is the mutex's critical section.
+func decideHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointer, now time.Duration, n int) (kernel.Verdict, heldOutcome) {
+	st := k.holds.of(ptr)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if _, held, tombstone := c.state(c.load()); !held {
+		if tombstone {
+			return kernel.Verdict{}, tomb
+		}
+		return kernel.Verdict{}, released
+	}
+	rec := st.m[ptr]
+	v := k.Decide(&rec.state, now, n)
+	st.keep(k, c, ptr, rec, now)
+	return v, decided
+}
+
+// keep shows rec's hold the reading now and either stores rec back, or, if
+// the hold is no longer live, releases c with rec's state. It requires that
+// st.mu is held and that c is held.
+func (st *holdStripe) keep(k *tbKernel, c interface{ release(kernel.TokenBucketState) }, ptr unsafe.Pointer, rec heldRec, now time.Duration) {
+	if k.Observe(&rec.hold, rec.state, now) {
+		st.m[ptr] = rec
+		return
+	}
+	c.release(rec.state)
+	delete(st.m, ptr)
+}
+
+// reserveHeld is kernel.TokenBucket.ReserveHold on the cell c, whether held
+// or not, under its stripe's mutex (see the top of this file). live is false
+// if c is a tombstone: nothing was reserved. pause, when not nil (tests
+// only), is called once, after a first load of the value and before the mutex.
+func reserveHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointer, now time.Duration, n int, maxWait time.Duration, pause func()) (d time.Duration, ok bool, ticket uint64, live bool) {
+	if pause != nil {
+		c.load()
+		pause() // before the mutex, so that calls the test runs meanwhile can take it
+	}
+	st := k.holds.of(ptr)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for {
+		old := c.load()
+		s, held, tombstone := c.state(old)
+		if tombstone {
+			return 0, false, 0, false
+		}
+		var rec heldRec
+		if held {
+			rec = st.m[ptr]
+		} else {
+			rec.state = s
+		}
+		before := rec.state
+		d, ok, ticket = k.ReserveHold(&rec.state, &rec.hold, now, n, maxWait)
+		switch {
+		case held && rec.hold.Ticket != 0:
+			st.m[ptr] = rec
+		case held:
+			c.release(rec.state)
+			delete(st.m, ptr)
+		case rec.hold.Ticket != 0: // a new hold on a cell that was not held
+			if st.m == nil {
+				st.m = make(map[unsafe.Pointer]heldRec)
+			}
+			st.m[ptr] = rec
+			hook.Between(hook.BeforeCAS)
+			if !c.casHeld(old) {
+				delete(st.m, ptr)
+				continue // a lock-free admission came first: start over
+			}
+		case rec.state != before:
+			hook.Between(hook.BeforeCAS)
+			if !c.cas(old, rec.state) {
+				continue
+			}
+		}
+		return d, ok, ticket, true
+	}
+}
+
+// cancelHeld is kernel.TokenBucket.CancelHold on the cell c: it succeeds
+// only on a held cell whose hold has the ticket, and releases the cell when
+// the hold is used or no longer live.
+func cancelHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointer, ticket uint64, now time.Duration) bool {
+	st := k.holds.of(ptr)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if _, held, _ := c.state(c.load()); !held {
+		return false
+	}
+	rec := st.m[ptr]
+	ok, drop := k.CancelHold(&rec.state, &rec.hold, ticket, now)
+	if drop {
+		c.release(rec.state)
+		delete(st.m, ptr)
+	} else {
+		st.m[ptr] = rec
+	}
+	return ok
+}
+
+// settleHeld shows the hold of c, if c is held, the reading at, and releases
+// c if the hold is no longer live. A sweep calls it before judging c fresh.
+func settleHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointer, at time.Duration) {
+	st := k.holds.of(ptr)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if _, held, _ := c.state(c.load()); held {
+		st.keep(k, c, ptr, st.m[ptr], at)
+	}
+}
