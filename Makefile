@@ -9,7 +9,7 @@ all: test
 ## test: go vet, then every unit test under the race detector (what CI runs),
 ## the Redis store's against a throwaway redis-server, then every benchmark of
 ## bench/ once, so none can rot.
-test: vet unit redis stress-short bench-check
+test: vet unit allocs redis stress-short bench-check
 
 vet:
 	$(GO) vet ./...
@@ -17,6 +17,19 @@ vet:
 
 unit:
 	$(GO) test -race -count=1 -timeout 10m $$($(GO) list ./... | grep -v '/stress$$')
+
+## allocs: the allocation budgets (testing.AllocsPerRun) without the race
+## detector, whose runtime allocates on its own and makes such tests skip or
+## lie under -race: every test of the module whose name contains "Alloc", and
+## the conformance suite's Allocs subtests of each variant. It first checks
+## that every function calling AllocsPerRun has "Alloc" in its name, so that
+## no budget falls outside the pattern.
+.PHONY: allocs
+allocs:
+	@bad=$$(find . -name '*.go' -not -path './bench/*' -not -path './redisstore/*' | xargs awk '/^func /{f=$$0} /^[^\/]*AllocsPerRun\(/ && f !~ /Alloc/ {print FILENAME ": " f}'); \
+	if [ -n "$$bad" ]; then echo "allocs: AllocsPerRun in a function whose name lacks Alloc, which -run 'Alloc' would not select:"; echo "$$bad"; exit 1; fi
+	$(GO) test -count=1 -run 'Alloc' ./...
+	$(GO) test -count=1 -run '^TestConformance/^algo=/^Allocs$$' ./atomic ./locked ./sharded
 
 ## redis: the Redis store's tests (redisstore/, its own module). Each test
 ## starts its own redis-server on a free loopback port; without a redis-server
