@@ -13,7 +13,8 @@
 // [Limiter.AllowN] tells the truth about the network: it returns an error
 // when Redis does not answer. [Keyed] adapts it to admit.KeyedLimiter with an
 // explicit [Policy]: fail closed, fail open or fall back to a local limiter,
-// with a per-call timeout.
+// with a per-call timeout and a circuit breaker, so that while Redis is down
+// calls are decided at once and only one call per Policy.Backoff waits on it.
 //
 // On a server out of memory under maxmemory-policy noeviction, an admission
 // fails with Redis's OOM error having written nothing: every script reads and

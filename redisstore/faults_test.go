@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,17 +39,38 @@ func (e *errorLog) take() []error {
 	return errs
 }
 
+// askHook counts the decisions a client asks Redis for: each starts with one
+// EVALSHA, whatever follows it (an EVAL after NOSCRIPT, go-redis's retries).
+type askHook struct{ asked atomic.Int64 }
+
+func (h *askHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *askHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "evalsha" {
+			h.asked.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *askHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
 // TestServerStops stops the server in the middle of a stream of decisions and
 // starts it again: each policy decides as documented while it is down, every
-// failure reaches OnError, nothing panics, and decisions come from Redis again
-// once it is back (with a fresh budget: the test server keeps no data).
+// failure reaches OnError, nothing panics, one call goes to the dead server
+// and the others are decided at once (the circuit is open), and decisions
+// come from Redis again once it is back and a probe has found it (with a
+// fresh budget: the test server keeps no data).
 func TestServerStops(t *testing.T) {
 	rule := admit.Rule{Algorithm: admit.TokenBucket, Limit: 5, Window: time.Hour}
 	fake := clock.NewFake()
 	for _, mode := range []redisstore.Mode{redisstore.FailClosed, redisstore.FailOpen, redisstore.FailLocal} {
 		t.Run("mode="+mode.String(), func(t *testing.T) {
 			srv := redistest.Start(t)
+			hook := new(askHook)
 			c := newClient(t, srv)
+			c.AddHook(hook)
 			l, err := redisstore.New(c, rule, redisstore.WithClock(fake))
 			require.NoError(t, err)
 			var local admit.KeyedLimiter
@@ -58,7 +80,8 @@ func TestServerStops(t *testing.T) {
 				require.NoError(t, err)
 			}
 			errs := new(errorLog)
-			k, err := redisstore.NewKeyed(l, redisstore.Policy{Mode: mode, Timeout: 200 * time.Millisecond, Local: local, OnError: errs.record})
+			breakerClock := clock.NewFake()
+			k, err := redisstore.NewKeyed(l, redisstore.Policy{Mode: mode, Timeout: 200 * time.Millisecond, Local: local, OnError: errs.record, Clock: breakerClock})
 			require.NoError(t, err)
 
 			for i := range 3 {
@@ -67,16 +90,20 @@ func TestServerStops(t *testing.T) {
 			require.Empty(t, errs.take())
 
 			srv.Stop()
+			sent := hook.asked.Load()
 			var down []admit.Decision
 			for range 3 {
 				down = append(down, k.Allow("k"))
 			}
 			never := k.AllowN("k", 6)
 			probe := k.AllowN("k", 0)
+			assert.Equal(t, int64(1), hook.asked.Load()-sent, "one call goes to the dead server, then the circuit is open")
 			errs1 := errs.take()
-			assert.Len(t, errs1, 5, "every failed call reaches OnError")
-			for _, err := range errs1 {
-				assert.Error(t, err)
+			require.Len(t, errs1, 5, "every failed call reaches OnError")
+			assert.NotErrorIs(t, errs1[0], redisstore.ErrCircuitOpen, "the first call went to Redis")
+			for _, err := range errs1[1:] {
+				assert.ErrorIs(t, err, redisstore.ErrCircuitOpen)
+				assert.ErrorContains(t, err, "key \"k\"")
 			}
 			assert.Equal(t, admit.Decision{Limit: 5, RetryAfter: admit.Never}, never, "n > Limit never passes")
 			switch mode {
@@ -95,27 +122,38 @@ func TestServerStops(t *testing.T) {
 			}
 
 			srv.Start()
-			// After failed dials go-redis fails fast with the last dial error
-			// until its background redial (once a second) succeeds.
 			require.Eventually(t, func() bool { return c.Ping(context.Background()).Err() == nil }, 30*time.Second, 10*time.Millisecond, "the client reconnects")
+			sent = hook.asked.Load()
+			k.Allow("k")
+			assert.Equal(t, sent, hook.asked.Load(), "the circuit stays open until the backoff has passed")
+			assert.ErrorIs(t, errors.Join(errs.take()...), redisstore.ErrCircuitOpen)
+			breakerClock.Advance(redisstore.DefaultBackoff)
 			d := k.Allow("k")
-			assert.Empty(t, errs.take(), "the first call after the restart")
+			assert.Empty(t, errs.take(), "the probe after the backoff")
 			assert.Equal(t, admit.Decision{Allowed: true, Limit: 5, Remaining: 4, ResetAfter: 12 * time.Minute}, d, "from Redis again")
+			d = k.Allow("k")
+			assert.Empty(t, errs.take())
+			assert.Equal(t, admit.Decision{Allowed: true, Limit: 5, Remaining: 3, ResetAfter: 24 * time.Minute}, d, "the circuit is closed")
+			assert.Equal(t, sent+2, hook.asked.Load())
 		})
 	}
 }
 
 // TestSlowServer pauses the server past the policy's timeout: the call gives
-// up at its deadline and the policy decides, then decisions resume.
+// up at its deadline and the policy decides, the next is decided at once,
+// and decisions resume once a probe finds the server answering.
 func TestSlowServer(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv)
+	hook := new(askHook)
+	c.AddHook(hook)
 	admin := newClient(t, srv)
 	ctx := context.Background()
 	l, err := redisstore.New(c, admit.Rule{Algorithm: admit.FixedWindow, Limit: 5, Window: time.Hour}, redisstore.WithClock(clock.NewFake()))
 	require.NoError(t, err)
 	errs := new(errorLog)
-	k, err := redisstore.NewKeyed(l, redisstore.Policy{Mode: redisstore.FailOpen, Timeout: 50 * time.Millisecond, OnError: errs.record})
+	breakerClock := clock.NewFake()
+	k, err := redisstore.NewKeyed(l, redisstore.Policy{Mode: redisstore.FailOpen, Timeout: 50 * time.Millisecond, Backoff: time.Second, Clock: breakerClock, OnError: errs.record})
 	require.NoError(t, err)
 	require.True(t, k.Allow("k").Allowed)
 	require.Empty(t, errs.take())
@@ -124,15 +162,60 @@ func TestSlowServer(t *testing.T) {
 	// here; the test lifts it.
 	require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", "600000", "WRITE").Err())
 	d := k.AllowN("k", 5)
+	again := k.AllowN("k", 5)
+	breakerClock.Advance(time.Second - 1)
+	still := k.AllowN("k", 5)
 	require.NoError(t, admin.Do(ctx, "CLIENT", "UNPAUSE").Err())
-	assert.Equal(t, admit.Decision{Allowed: true, Limit: 5}, d, "fail-open while the server is paused")
+	open := admit.Decision{Allowed: true, Limit: 5}
+	assert.Equal(t, []admit.Decision{open, open, open}, []admit.Decision{d, again, still}, "fail-open while the server is paused")
+	assert.Equal(t, int64(2), hook.asked.Load(), "one call before the pause, one during it")
 	got := errs.take()
-	require.Len(t, got, 1)
+	require.Len(t, got, 3)
 	assert.True(t, errors.Is(got[0], context.DeadlineExceeded), "the call ended at its deadline: %v", got[0])
+	assert.ErrorIs(t, got[1], redisstore.ErrCircuitOpen)
+	assert.ErrorIs(t, got[2], redisstore.ErrCircuitOpen, "1ns short of the backoff")
+	assert.ErrorContains(t, got[2], "context deadline exceeded", "the refusal names the failure")
 
+	breakerClock.Advance(1)
 	d = k.AllowN("k", 4)
 	assert.Empty(t, errs.take())
 	assert.Equal(t, admit.Decision{Allowed: true, Limit: 5, Remaining: 0, ResetAfter: time.Hour}, d, "from Redis again: the paused call wrote nothing")
+}
+
+// TestCircuitIgnoresKeyErrors: an error about one key (a state of another
+// rule, or of another type) is Redis answering, so it does not open the
+// circuit; and a probe that meets one closes it.
+func TestCircuitIgnoresKeyErrors(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv)
+	hook := new(askHook)
+	c.AddHook(hook)
+	ctx := context.Background()
+	opts := []redisstore.Option{redisstore.WithPrefix("shared:"), redisstore.WithClock(clock.NewFake())}
+	five, err := redisstore.New(c, admit.Rule{Algorithm: admit.TokenBucket, Limit: 5, Window: time.Second}, opts...)
+	require.NoError(t, err)
+	six, err := redisstore.New(c, admit.Rule{Algorithm: admit.TokenBucket, Limit: 6, Window: time.Second}, opts...)
+	require.NoError(t, err)
+	_, err = five.Allow(ctx, "five's")
+	require.NoError(t, err)
+	require.NoError(t, c.RPush(ctx, six.Key("list"), "x").Err())
+
+	errs := new(errorLog)
+	breakerClock := clock.NewFake()
+	k, err := redisstore.NewKeyed(six, redisstore.Policy{Mode: redisstore.FailClosed, Timeout: time.Second, Clock: breakerClock, OnError: errs.record})
+	require.NoError(t, err)
+	for _, key := range []string{"five's", "list", "five's"} {
+		before := hook.asked.Load()
+		assert.False(t, k.Allow(key).Allowed, "%s", key)
+		assert.Equal(t, before+1, hook.asked.Load(), "%s: asked Redis", key)
+	}
+	got := errs.take()
+	require.Len(t, got, 3)
+	assert.ErrorContains(t, got[0], "holds state of another rule")
+	assert.ErrorContains(t, got[1], "WRONGTYPE")
+	assert.NotErrorIs(t, errors.Join(got...), redisstore.ErrCircuitOpen)
+	assert.True(t, k.Allow("mine").Allowed)
+	assert.Empty(t, errs.take())
 }
 
 // TestAllowNReturnsErrors: the error-returning API reports a dead server and

@@ -2,12 +2,15 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
 )
 
 // Mode is what a [Keyed] limiter decides when Redis does not answer in time.
@@ -56,20 +59,50 @@ type Policy struct {
 	// Local is the limiter asked in FailLocal mode; required then, and
 	// refused in the others.
 	Local admit.KeyedLimiter
+	// Backoff is how long a Keyed limiter stops asking Redis once a call has
+	// failed (the circuit opens): until it has passed, every call is decided
+	// by Mode at once, without a round trip, and OnError is given an error
+	// wrapping [ErrCircuitOpen]. Then one call at a time goes to Redis as a
+	// probe: when one succeeds, the circuit closes and calls go to Redis
+	// again; when it fails, another Backoff starts. So while Redis is down,
+	// only the calls already on their way when it failed and one probe per
+	// Backoff wait for Timeout, and decisions come from Redis again about a
+	// Backoff after its return (after a restart, go-redis may add up to a
+	// second of its own before it dials again). Any error opens the circuit
+	// but Redis's answers about one key (a state of another rule or type).
+	// Zero means [DefaultBackoff]; negative is refused.
+	Backoff time.Duration
+	// Clock times the Backoff; nil means clock.System(). Tests pass a
+	// clock.Fake and advance it past the Backoff to let a probe through.
+	Clock clock.Clock
 	// OnError, if not nil, is called with every failed call's key and error
-	// before the Mode decides: count and log there. It must be safe for
-	// concurrent use and should not block.
+	// before the Mode decides, the calls the Backoff keeps from Redis
+	// included: count and log there. It must be safe for concurrent use and
+	// should not block.
 	OnError func(key string, err error)
 }
+
+// DefaultBackoff is a [Policy]'s Backoff when it gives none: after a failure,
+// Redis is asked again by one call every 100 ms until it answers.
+const DefaultBackoff = 100 * time.Millisecond
+
+// ErrCircuitOpen is wrapped by the error OnError is given for a call that a
+// [Keyed] limiter decided without asking Redis, because a call failed and no
+// probe has succeeded since: the failure was less than Policy.Backoff ago, or
+// a probe is on its way.
+var ErrCircuitOpen = errors.New("redisstore: Redis not asked, a recent call failed (circuit open)")
 
 // Keyed adapts a [Limiter] to admit.KeyedLimiter, for code written against
 // the local variants (an httplimit middleware, admit.WaitKey): every call is
 // a Redis round trip bounded by Policy.Timeout, and a call that fails is
-// decided by Policy.Mode. It is safe for concurrent use.
+// decided by Policy.Mode. After a failure it is a circuit breaker: calls are
+// decided by the Mode at once, without waiting on Redis, until a probe after
+// Policy.Backoff finds Redis answering again. It is safe for concurrent use.
 type Keyed struct {
 	l      *Limiter
 	policy Policy
 	closed time.Duration // RetryAfter of a fail-closed denial
+	br     breaker
 }
 
 var _ admit.KeyedLimiter = (*Keyed)(nil)
@@ -98,6 +131,18 @@ func NewKeyed(l *Limiter, policy Policy) (*Keyed, error) {
 	if policy.Timeout <= 0 {
 		return nil, fmt.Errorf("%w: redisstore.Policy: Timeout %v; want the longest a request may wait on Redis, > 0", admit.ErrInvalidOption, policy.Timeout)
 	}
+	switch {
+	case policy.Backoff < 0:
+		return nil, fmt.Errorf("%w: redisstore.Policy: Backoff %v; want how long to stop asking Redis after a failure, > 0, or 0 for DefaultBackoff (%v)", admit.ErrInvalidOption, policy.Backoff, DefaultBackoff)
+	case policy.Backoff == 0:
+		policy.Backoff = DefaultBackoff
+	}
+	if f, isFake := policy.Clock.(*clock.Fake); isFake && f == nil {
+		return nil, fmt.Errorf("%w: redisstore.Policy: Clock is a nil *clock.Fake; pass clock.NewFake(), or leave it nil for clock.System()", admit.ErrInvalidOption)
+	}
+	if policy.Clock == nil {
+		policy.Clock = clock.System()
+	}
 	if !honoursDeadlines(l.client) {
 		return nil, fmt.Errorf("%w: redisstore.NewKeyed: the client ignores context deadlines, so Policy.Timeout could not be kept; build it with ContextTimeoutEnabled: true", admit.ErrInvalidOption)
 	}
@@ -106,7 +151,7 @@ func NewKeyed(l *Limiter, policy Policy) (*Keyed, error) {
 	if r.Window%time.Duration(r.Limit) != 0 {
 		closed++
 	}
-	return &Keyed{l: l, policy: policy, closed: closed}, nil
+	return &Keyed{l: l, policy: policy, closed: closed, br: breaker{backoff: policy.Backoff, clock: policy.Clock}}, nil
 }
 
 func honoursDeadlines(c redis.Scripter) bool {
@@ -128,14 +173,30 @@ func (k *Keyed) Limiter() *Limiter { return k.l }
 func (k *Keyed) Allow(key string) admit.Decision { return k.AllowN(key, 1) }
 
 // AllowN implements admit.KeyedLimiter: Redis's Decision if it answers within
-// Policy.Timeout, the Policy's otherwise.
+// Policy.Timeout, the Policy's otherwise, and the Policy's at once while the
+// circuit is open (see Policy.Backoff).
 func (k *Keyed) AllowN(key string, n int) admit.Decision {
+	probe, pass := k.br.enter()
+	if !pass {
+		var err error
+		if k.policy.OnError != nil {
+			err = k.br.refusal(k.l.rule, key)
+		}
+		return k.fail(key, n, err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), k.policy.Timeout)
 	d, err := k.l.AllowN(ctx, key, n)
 	cancel()
+	k.br.exit(probe, err)
 	if err == nil {
 		return d
 	}
+	return k.fail(key, n, err)
+}
+
+// fail reports err, if there is an OnError to see it, and returns the
+// Policy's Decision for a request of n.
+func (k *Keyed) fail(key string, n int, err error) admit.Decision {
 	if k.policy.OnError != nil {
 		k.policy.OnError(key, err)
 	}
@@ -153,4 +214,83 @@ func (k *Keyed) AllowN(key string, n int) admit.Decision {
 		return admit.Decision{Allowed: true, Limit: limit} // a probe passes, even fail-closed
 	}
 	return admit.Decision{Limit: limit, RetryAfter: k.closed}
+}
+
+// breaker is Keyed's circuit breaker. Closed, it costs a call one atomic
+// load. A failed call opens it: until the backoff has passed, calls are
+// refused (decided by the Policy without a round trip); then one call at a
+// time, the probe, goes to Redis, and only a probe's success closes it.
+//
+// The tempting simpler version closes it on any success. But calls that
+// were sent before the failure can succeed after it (their replies were on
+// the way), and closing on those would send every waiting call back to a
+// server that is down; so a success closes the breaker only if it was a
+// probe, sent while the breaker was open. A call that enters while the
+// breaker is closed and fails reopens it, whatever a probe is doing.
+//
+// Ordering: on a failure, exit stores last, then until, then open, then
+// (for a probe) clears probing. So a caller that sees open also sees an until at least as
+// late as the failure that opened it, and no second probe can start before
+// the failed probe's new until is visible.
+type breaker struct {
+	backoff time.Duration
+	clock   clock.Clock
+
+	open    atomic.Bool
+	until   atomic.Int64 // clock reading from which a probe may go; read only while open
+	probing atomic.Bool  // a probe is on its way; only its caller clears it
+	last    atomic.Pointer[failure]
+}
+
+type failure struct {
+	err error
+	at  time.Duration
+}
+
+// enter reports whether a call may go to Redis, and whether it goes as the
+// probe (which must then call exit).
+func (b *breaker) enter() (probe, pass bool) {
+	if !b.open.Load() {
+		return false, true
+	}
+	if b.clock.Now() < time.Duration(b.until.Load()) || !b.probing.CompareAndSwap(false, true) {
+		return false, false
+	}
+	return true, true
+}
+
+// exit records the outcome of a call that went to Redis.
+func (b *breaker) exit(probe bool, err error) {
+	switch {
+	case err == nil || aboutTheKey(err):
+		if probe {
+			b.open.Store(false) // Redis answered
+		}
+	case errors.Is(err, ErrClockRange):
+		// never sent: says nothing about Redis
+	default:
+		now := b.clock.Now()
+		b.last.Store(&failure{err: err, at: now})
+		b.until.Store(int64(now + b.backoff))
+		b.open.Store(true)
+	}
+	if probe {
+		b.probing.Store(false)
+	}
+}
+
+// aboutTheKey reports whether err is Redis's answer about one key, which
+// says the server is up: a state of another rule, or of another type.
+func aboutTheKey(err error) bool {
+	return redis.HasErrorPrefix(err, "ADMIT ") || redis.HasErrorPrefix(err, "WRONGTYPE")
+}
+
+// refusal returns the error of a call the open breaker kept from Redis.
+func (b *breaker) refusal(rule admit.Rule, key string) error {
+	f := b.last.Load()
+	if f == nil { // unreachable: last is stored before open
+		return fmt.Errorf("%w: %s, key %q", ErrCircuitOpen, rule, key)
+	}
+	return fmt.Errorf("%w: %s, key %q: the last call to fail did %v ago (%v); one call at a time asks Redis again every %v",
+		ErrCircuitOpen, rule, key, b.clock.Now()-f.at, f.err, b.backoff)
 }

@@ -135,6 +135,8 @@ func TestNewKeyedRefusesBadPolicy(t *testing.T) {
 		{redisstore.Policy{Mode: redisstore.FailClosed, Timeout: -1}, "Timeout -1ns"},
 		{local, "needs a Local limiter"},
 		{redisstore.Policy{Mode: redisstore.FailOpen, Timeout: time.Second, Local: new(stubLimiter)}, "only in FailLocal"},
+		{redisstore.Policy{Mode: redisstore.FailOpen, Timeout: time.Second, Backoff: -1}, "Backoff -1ns"},
+		{redisstore.Policy{Mode: redisstore.FailOpen, Timeout: time.Second, Clock: (*clock.Fake)(nil)}, "nil *clock.Fake"},
 	} {
 		_, err := redisstore.NewKeyed(l, tc.p)
 		assert.ErrorIs(t, err, admit.ErrInvalidOption, "%+v", tc.p)
