@@ -48,9 +48,13 @@
 // reading went stale before it got the state) is never treated more kindly
 // than the newest reading: it never refills a bucket, never reopens a window
 // and never makes a value negative. The windows count it against the newest
-// window seen; the token bucket judges it at its own time, when the bucket owes
-// more than it does now, so such a request may be denied where a fresh reading
-// would pass.
+// window seen. The token bucket judges it at its own time, when the bucket owes
+// at least as much as it does now, so such a request may be denied where a
+// fresh reading would pass, and is never admitted where a fresh one would be
+// denied; what it takes is charged at its own time too, so those tokens refill
+// from then (over any span of readings, the bound of the rule holds). A
+// reservation's cancellation is judged at the newest reading its key has seen
+// since the reservation ([Reserver.CancelReservation]).
 //
 // # Waiting
 //

@@ -18,8 +18,9 @@ import (
 // fixed origin. Readings never go backwards for a single caller of [System];
 // limiters nevertheless tolerate a reading older than one they have already seen
 // (a concurrent caller's stale reading, or a [Fake] moved back with Set): such a
-// reading is treated as the newest time the limiter has seen, so it can neither
-// refill a bucket nor reopen a window.
+// reading is never treated more kindly than the newest the limiter has seen, so
+// it can neither refill a bucket nor reopen a window (package admit, "Time",
+// says how each algorithm judges it).
 //
 // Implementations must be safe for concurrent use.
 type Clock interface {

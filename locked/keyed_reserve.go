@@ -1,7 +1,6 @@
 package locked
 
 import (
-	"strings"
 	"time"
 
 	"github.com/admit-go/admit"
@@ -23,8 +22,9 @@ import (
 // A reservation that must wait leaves a hold (kernel.Hold) in its stripe's
 // holds, keyed like the states: the record that lets it be cancelled at most
 // once, only on its key, and never once it was due at a reading the key has
-// seen. Every call on a key of a stripe with holds shows its reading to the
-// key's hold (showHold), and each new hold prunes a few dead ones.
+// seen; holds are keyed by the address of the key's state. Every call on a
+// key of a stripe with holds shows its reading to the key's hold (showHold),
+// and each new entry prunes a few dead ones.
 type keyedTokenBucket struct {
 	*keyed[kernel.TokenBucketState, *kernel.TokenBucket]
 }
@@ -34,23 +34,21 @@ var _ admit.KeyedReserver = keyedTokenBucket{}
 // pruneHolds is how many other holds a new hold examines for pruning.
 const pruneHolds = 2
 
-// showHold shows key's hold, if it has one, a reading now of its state *s,
-// and drops it if it is no longer live. It requires that st.mu is held. It
-// is generic only so that the generic AllowN can call it; it is reached only
-// for token buckets, the only stores with holds.
-func showHold[S any, K any](st *stripe[S], k K, key string, s *S, now time.Duration) {
-	h, ok := st.holds[key]
+// showHold shows the hold of the key whose state is *s, if it has one, a
+// reading now of that state, and drops it if it is no longer live. It
+// requires that st.mu is held. It is generic only so that the generic AllowN
+// can call it; it is reached only for token buckets, the only stores with
+// holds.
+func showHold[S any, K any](st *stripe[S], k K, s *S, now time.Duration) {
+	h, ok := st.holds[s]
 	if !ok {
 		return
 	}
 	if any(k).(*kernel.TokenBucket).Observe(&h, *any(s).(*kernel.TokenBucketState), now) {
-		st.holds[key] = h
+		st.holds[s] = h
 		return
 	}
-	delete(st.holds, key)
-	if len(st.holds) == 0 {
-		st.holds = nil
-	}
+	delete(st.holds, s)
 }
 
 // ReserveN implements [admit.KeyedReserver].
@@ -61,7 +59,7 @@ func (l keyedTokenBucket) ReserveN(key string, n int, maxWait time.Duration) (ad
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if s := st.m[key]; s != nil {
-		return l.reserve(st, key, s, now, n, maxWait)
+		return l.reserve(st, s, now, n, maxWait)
 	}
 	now = max(now, st.floor) // the key may have been evicted as fresh at floor
 	s := new(kernel.TokenBucketState)
@@ -72,39 +70,32 @@ func (l keyedTokenBucket) ReserveN(key string, n int, maxWait time.Duration) (ad
 	if wait, ok := l.add(st, key, s, now); !ok {
 		return admit.NewReservation(wait, n, 0), false // a full store
 	}
-	return l.reserve(st, key, s, now, n, maxWait)
+	return l.reserve(st, s, now, n, maxWait)
 }
 
-// reserve reserves n on key's stored state *s and records its hold. It
+// reserve reserves n on the stored state *s and records its hold. It
 // requires that st.mu is held.
-func (l keyedTokenBucket) reserve(st *stripe[kernel.TokenBucketState], key string, s *kernel.TokenBucketState, now time.Duration, n int, maxWait time.Duration) (admit.Reservation, bool) {
-	h := st.holds[key]
+func (l keyedTokenBucket) reserve(st *stripe[kernel.TokenBucketState], s *kernel.TokenBucketState, now time.Duration, n int, maxWait time.Duration) (admit.Reservation, bool) {
+	h := st.holds[s]
 	d, ok, t := l.k.ReserveHold(s, &h, now, n, maxWait)
-	switch {
-	case h.Ticket == 0 && st.holds != nil:
-		delete(st.holds, key)
-		if len(st.holds) == 0 {
-			st.holds = nil
-		}
+	switch _, had := st.holds[s]; {
 	case h.Ticket != 0:
 		if st.holds == nil {
-			st.holds = make(map[string]kernel.Hold)
+			st.holds = make(map[*kernel.TokenBucketState]kernel.Hold)
 		}
-		if t != 0 {
-			kernel.PruneHolds(l.k, st.holds, now, pruneHolds, func(k string) (kernel.TokenBucketState, bool) {
-				if s := st.m[k]; s != nil {
-					return *s, true
-				}
-				return kernel.TokenBucketState{}, false
-			})
+		if !had {
+			kernel.PruneHolds(l.k, st.holds, now, pruneHolds, s, stateAt)
 		}
-		if _, held := st.holds[key]; !held {
-			key = strings.Clone(key) // the map's own copy
-		}
-		st.holds[key] = h
+		st.holds[s] = h
+	case had:
+		delete(st.holds, s)
 	}
 	return admit.NewReservation(d, n, t), ok
 }
+
+// stateAt is PruneHolds's view of a hold's key: its state, which outlives
+// the key's eviction (Observe then finds its hold dead).
+func stateAt(s *kernel.TokenBucketState) (kernel.TokenBucketState, bool) { return *s, true }
 
 // CancelReservation implements [admit.KeyedReserver]. A key that is missing
 // was evicted as fresh, so its reservation was due: nothing is given back.
@@ -118,18 +109,15 @@ func (l keyedTokenBucket) CancelReservation(key string, r admit.Reservation) boo
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	s := st.m[key]
-	h, held := st.holds[key]
+	h, held := st.holds[s]
 	if s == nil || !held {
 		return false
 	}
 	ok, drop := l.k.CancelHold(s, &h, r.Ticket(), max(now, st.floor))
 	if drop {
-		delete(st.holds, key)
-		if len(st.holds) == 0 {
-			st.holds = nil
-		}
+		delete(st.holds, s)
 	} else {
-		st.holds[key] = h
+		st.holds[s] = h
 	}
 	return ok
 }

@@ -160,7 +160,7 @@ type stripeFields struct {
 	m     map[string]unsafe.Pointer
 	floor time.Duration
 	peak  int
-	holds map[string]kernel.Hold
+	holds map[unsafe.Pointer]kernel.Hold
 }
 
 // stripe is a mutex and the states of the keys that hash to it.
@@ -179,9 +179,10 @@ type stripe[S any] struct {
 	peak int // guarded by mu: the most keys m has held since it was made
 
 	// holds is guarded by mu: the holds (kernel.Hold) of the token-bucket
-	// reservations of this stripe's keys that may still be cancelled; nil
-	// when there are none, so that other calls pay one comparison for them.
-	holds map[string]kernel.Hold
+	// reservations of this stripe's keys that may still be cancelled, by the
+	// address of the key's state (a key evicted and stored again has a new
+	// one). Calls of a stripe that never had a hold pay one comparison.
+	holds map[*S]kernel.Hold
 
 	_ [cacheLinePad - unsafe.Sizeof(stripeFields{})]byte
 }
@@ -236,8 +237,8 @@ func (l *keyed[S, K]) AllowN(key string, n int) admit.Decision {
 	defer st.mu.Unlock()
 	if s := st.m[key]; s != nil {
 		d := l.k.Allow(s, now, n)
-		if st.holds != nil {
-			showHold(st, l.k, key, s, now)
+		if len(st.holds) != 0 {
+			showHold(st, l.k, s, now)
 		}
 		return d
 	}

@@ -24,7 +24,7 @@ import (
 // holds, under the key's map key: the record that lets it be cancelled at
 // most once, only on its key, and never once it was due at a reading the key
 // has seen. Every call on a key of a shard with holds shows its reading to
-// the key's hold (showHold), and each new hold prunes a few dead ones.
+// the key's hold (showHold), and each new entry prunes a few dead ones.
 
 // tbFullKeys is the token bucket of a store of full keys.
 type tbFullKeys[S any] struct{ *fullKeys[S] }
@@ -78,26 +78,18 @@ func (l tbHashedKeys[S]) CancelReservation(key string, r admit.Reservation) bool
 }
 
 // showHold shows the hold of map key mk, if it has one, a reading now of its
-// state *s, and drops it if it is no longer live. It requires that sh.mu is
-// held and that the store is a token bucket's (the only stores with holds).
+// state *s, and marks it dead if it is no longer live. It requires that
+// sh.mu is held and that the store is a token bucket's (the only stores with
+// holds).
 func (l *store[KT, S]) showHold(sh *shard[KT, S], mk KT, s *S, now time.Duration) {
 	h, ok := sh.holds[mk]
-	if !ok {
+	if !ok || h.Ticket == 0 {
 		return
 	}
-	if l.tbKernel().Observe(&h, tbState(s), now) {
-		sh.holds[mk] = h
-		return
+	if !l.tbKernel().Observe(&h, tbState(s), now) {
+		h = kernel.Hold{}
 	}
-	l.dropHold(sh, mk)
-}
-
-// dropHold deletes mk's hold. It requires that sh.mu is held.
-func (l *store[KT, S]) dropHold(sh *shard[KT, S], mk KT) {
-	delete(sh.holds, mk)
-	if len(sh.holds) == 0 {
-		sh.holds = nil
-	}
+	sh.holds[mk] = h
 }
 
 // reserveN is allow for a reservation; see the top of this file.
@@ -126,20 +118,21 @@ func (l *store[KT, S]) reserveN(mk KT, h uint64, n int, maxWait time.Duration) (
 		setTBState(&s, st)
 		sh.m[mk] = s
 	}
-	switch {
-	case hold.Ticket == 0 && sh.holds != nil:
-		l.dropHold(sh, mk)
+	// A dead hold keeps its entry (Ticket 0), so that the key's next waiter
+	// stores its hold without copying the key; entries are deleted only by
+	// the pruning of a new entry.
+	switch _, had := sh.holds[mk]; {
+	case had:
+		sh.holds[mk] = hold
 	case hold.Ticket != 0:
 		if sh.holds == nil {
 			sh.holds = make(map[KT]kernel.Hold)
 		}
-		if t != 0 {
-			kernel.PruneHolds(k, sh.holds, now, pruneHolds, func(mk KT) (kernel.TokenBucketState, bool) {
-				s, ok := sh.m[mk]
-				return tbState(&s), ok
-			})
-		}
-		if _, held := sh.holds[mk]; !held && l.clone != nil {
+		kernel.PruneHolds(k, sh.holds, now, pruneHolds, mk, func(mk KT) (kernel.TokenBucketState, bool) {
+			s, ok := sh.m[mk]
+			return tbState(&s), ok
+		})
+		if l.clone != nil {
 			mk = l.clone(mk) // the map's own copy
 		}
 		sh.holds[mk] = hold
@@ -170,9 +163,8 @@ func (l *store[KT, S]) cancelReservation(mk KT, h uint64, r admit.Reservation) b
 		sh.m[mk] = s
 	}
 	if drop {
-		l.dropHold(sh, mk)
-	} else {
-		sh.holds[mk] = hold
+		hold = kernel.Hold{}
 	}
+	sh.holds[mk] = hold
 	return ok
 }

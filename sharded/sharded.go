@@ -116,8 +116,9 @@ type shard[KT comparable, S any] struct {
 	peak int // guarded by mu: the most keys m has held since it was made
 
 	// holds is guarded by mu: the holds (kernel.Hold) of the token-bucket
-	// reservations of this shard's keys that may still be cancelled; nil
-	// when there are none, so that other calls pay one comparison for them.
+	// reservations of this shard's keys that may still be cancelled (and
+	// dead ones, Ticket 0, until a new entry prunes them). Calls of a shard
+	// that never had a hold pay one comparison.
 	holds map[KT]kernel.Hold
 
 	_ [cacheLinePad - unsafe.Sizeof(shardFields{})]byte
@@ -206,7 +207,7 @@ func (l *store[KT, S]) allow(mk KT, h uint64, n int) admit.Decision {
 	if d.Allowed && n > 0 { // the kernel changed s; a map holds values, so write it back
 		sh.m[mk] = s
 	}
-	if sh.holds != nil {
+	if len(sh.holds) != 0 {
 		l.showHold(sh, mk, &s, now)
 	}
 	sh.mu.Unlock()

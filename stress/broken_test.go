@@ -3,6 +3,7 @@ package stress
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
@@ -136,4 +137,59 @@ func (st *naiveStore) Sweep() int {
 	}
 	st.mu.Unlock()
 	return len(idle)
+}
+
+// identitylessReserver is a keyed token bucket under one mutex whose
+// cancellation judges a reservation by the state it left, not by which
+// reservation it is: the design of admit's reservations before holds. A
+// reservation cancelled once can be cancelled again after a later one left
+// the same state, and a reservation of one key cancels another key's that
+// happens to be in the same state: both give back tokens that were spent.
+type identitylessReserver struct {
+	mu    sync.Mutex
+	k     *kernel.TokenBucket
+	clock clock.Clock
+	m     map[string]*kernel.TokenBucketState
+	made  []reserved // a Reservation's ticket is its index here, plus 1
+}
+
+type reserved struct{ before, after kernel.TokenBucketState }
+
+func newIdentitylessReserver(rule admit.Rule, clk clock.Clock) *identitylessReserver {
+	return &identitylessReserver{k: kernel.NewTokenBucket(rule), clock: clk, m: map[string]*kernel.TokenBucketState{}}
+}
+
+func (b *identitylessReserver) state(key string) *kernel.TokenBucketState {
+	s := b.m[key]
+	if s == nil {
+		s = new(kernel.TokenBucketState)
+		b.m[key] = s
+	}
+	return s
+}
+
+func (b *identitylessReserver) AllowN(key string, n int) admit.Decision {
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.k.Allow(b.state(key), now, n)
+}
+
+func (b *identitylessReserver) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.state(key)
+	before := *s
+	d, ok := b.k.Reserve(s, now, n, maxWait)
+	b.made = append(b.made, reserved{before, *s})
+	return admit.NewReservation(d, n, uint64(len(b.made))), ok
+}
+
+func (b *identitylessReserver) CancelReservation(key string, r admit.Reservation) bool {
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	m := b.made[r.Ticket()-1]
+	return b.k.Cancel(b.state(key), now, m.before, m.after) // BUG: no identity: any reservation that left this state
 }

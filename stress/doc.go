@@ -46,10 +46,20 @@
 // Limit + floor(d·Limit/Window) in any span d for the token bucket, and so
 // on). goleak fails the package if a goroutine outlives the tests.
 //
+// TestReservations drives the token buckets through ReserveN and
+// CancelReservation, with a goroutine that misuses reservations (cancelling
+// them twice, with copies, on other keys, at stale readings): every
+// reservation that was not cancelled counts as admitted at the reading its
+// waiter proceeds at, the interval bound must hold over those and the
+// admissions, and every successful cancellation must be the first of its
+// reservation, on its key, before any call saw its tokens due.
+//
 // TestSelfTest runs the same harness on deliberately broken limiters kept in
 // the test code (a token bucket publishing with Store instead of CAS, a fixed
 // window that a stale reading resets backwards, a store whose sweeper deletes
-// without checking again) and fails unless the harness catches each.
+// without checking again) and fails unless the harness catches each;
+// TestReservationSelfTest does the same for a reserver whose cancellation
+// ignores which reservation it is given.
 //
 // # Reading a failure
 //

@@ -429,4 +429,7 @@ func testAllocs(t *testing.T, v Variant, alg admit.Algorithm) {
 		single.Allow()
 		assert.Zero(t, testing.AllocsPerRun(1000, func() { single.Allow() }), "%v: allocations per single-key Allow", denyRule)
 	}
+	if alg == admit.TokenBucket {
+		testReserveAllocs(t, v, denyRule, fake)
+	}
 }

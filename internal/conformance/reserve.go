@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
@@ -179,4 +180,24 @@ func testCancel(t *testing.T, v Variant, alg admit.Algorithm) {
 			require.Equal(t, []time.Duration{0, 3_333_334, 6_666_668, 10_000_001, 13_333_334, 16_666_668}, got, name)
 		}
 	})
+}
+
+// testReserveAllocs: a waiter's reservation that must wait, and its
+// cancellation (the path of admit.WaitN when its context ends), allocate
+// nothing on an existing key of a packed rule (one a token per whole
+// nanoseconds, such as rule), keyed or single-key, once the limiter has
+// held a key before.
+func testReserveAllocs(t *testing.T, v Variant, rule admit.Rule, fake *clock.Fake) {
+	for name, of := range reservers(t, v, rule, fake) {
+		reserve, cancel, allow := of("hot")
+		allow(rule.Limit) // empty the bucket: every reservation must wait
+		cycle := func() {
+			r := reserve(1)
+			if r.Delay <= 0 || !cancel(r) {
+				panic("a reservation that waits, cancelled before it is due")
+			}
+		}
+		cycle()
+		assert.Zero(t, testing.AllocsPerRun(1000, cycle), "%v: allocations per ReserveN and CancelReservation (%s)", rule, name)
+	}
 }

@@ -97,16 +97,19 @@ func (k *TokenBucket) Show(h *Hold, s TokenBucketState, now time.Duration) {
 	}
 }
 
-// PruneHolds drops up to limit holds of a keyed store's map hs that are no
-// longer live, showing them the reading now; state returns a key's state,
-// with ok false if the store no longer holds the key (it was evicted, so its
-// reservation was due). A store calls it each time it adds a hold, so that
-// holds whose keys are never touched again cannot pile up: hs never holds
-// many more than its live holds.
-func PruneHolds[K comparable](k *TokenBucket, hs map[K]Hold, now time.Duration, limit int, state func(K) (TokenBucketState, bool)) {
+// PruneHolds drops up to limit entries of a keyed store's map hs, other
+// than skip's, whose hold is no longer live, showing them the reading now;
+// state returns a key's state, with ok false if the store no longer holds
+// the key (it was evicted, so its reservation was due). A store calls it each
+// time it adds an entry, so that entries of keys never touched again cannot
+// pile up: hs never holds many more entries than live holds.
+func PruneHolds[K comparable](k *TokenBucket, hs map[K]Hold, now time.Duration, limit int, skip K, state func(K) (TokenBucketState, bool)) {
 	for key, h := range hs {
 		if limit == 0 {
 			return
+		}
+		if key == skip {
+			continue
 		}
 		limit--
 		if s, ok := state(key); !ok || !k.Observe(&h, s, now) {

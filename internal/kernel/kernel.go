@@ -11,12 +11,18 @@
 //     a goroutine whose reading went stale before it reached the state) is
 //     never treated more kindly than the newest: it can neither refill a
 //     bucket nor reopen a window. The fixed window and the sliding log clamp
-//     it to the newest time seen. The token bucket (GCRA) judges it at its own
-//     time, when the bucket owes more; the sliding counter weighs the previous
+//     it to the newest time seen. The sliding counter weighs the previous
 //     window at the stale reading's own position, or fully if the reading
-//     falls in an older window. Both are stricter than clamping, and neither
-//     needs a timestamp in the state, which is what lets their atomic variants
-//     fit one word.
+//     falls in an older window: stricter than clamping. The token bucket
+//     (GCRA) judges the request at its own time, when the bucket owes at
+//     least as much as at the newest reading, so it is never admitted where
+//     the newest reading would deny it; it is also charged at its own time,
+//     so its tokens refill from then, and a later request may find the
+//     bucket fuller than clamping would have left it (never beyond the
+//     interval bound over the readings). Neither needs a timestamp in the
+//     state, which is what lets their atomic variants fit one word. A
+//     reservation's cancellation is judged at the newest reading its key has
+//     seen since the reservation (see Hold).
 //   - A denied request leaves the state exactly as it was, and so does a probe
 //     (n == 0) and a request that can never pass (n < 0 or n > Limit).
 //   - The zero value of every state is a fresh key: a full bucket, an empty window.

@@ -144,6 +144,9 @@ func propertyCheck(alg admit.Algorithm) func(*rapid.T) {
 			if alg == admit.SlidingCounter && len(log) > 0 && now < newest {
 				checkStaleCounter(t, i, before, now, newest, n, got)
 			}
+			if alg == admit.TokenBucket && len(log) > 0 && now < newest {
+				checkStaleTokenBucket(t, i, before, now, newest, n, got)
+			}
 			if got.Allowed && n > 0 {
 				eff := now
 				if len(log) > 0 {
@@ -227,6 +230,22 @@ func checkStaleCounter(t *rapid.T, i int, before subject, now, newest int64, n i
 		got.Remaining > strict.Remaining,
 		!got.Allowed && !strict.Allowed && got.RetryAfter != admit.Never && now+int64(got.RetryAfter) < newest+int64(strict.RetryAfter),
 		now+int64(got.ResetAfter) != newest+int64(strict.ResetAfter):
+		t.Fatalf("step %d: at the stale reading %d, AllowN(%d) = %s is kinder than at the newest reading %d: %s",
+			i, now, n, fmtDecision(got), newest, fmtDecision(strict))
+	}
+}
+
+// checkStaleTokenBucket: the token bucket judges a stale reading at its own
+// time, never more kindly than the newest reading would: whatever it admits
+// at the stale reading now, it admits at newest, with at least as much
+// Remaining; and a denial names the same earliest admitting reading (the
+// instant the bucket can pay, which does not depend on the reading).
+func checkStaleTokenBucket(t *rapid.T, i int, before subject, now, newest int64, n int, got admit.Decision) {
+	strict := before.Clone().Allow(time.Duration(newest), n)
+	switch {
+	case got.Allowed && !strict.Allowed,
+		got.Remaining > strict.Remaining,
+		!got.Allowed && !strict.Allowed && got.RetryAfter != admit.Never && now+int64(got.RetryAfter) != newest+int64(strict.RetryAfter):
 		t.Fatalf("step %d: at the stale reading %d, AllowN(%d) = %s is kinder than at the newest reading %d: %s",
 			i, now, n, fmtDecision(got), newest, fmtDecision(strict))
 	}

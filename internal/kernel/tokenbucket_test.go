@@ -191,6 +191,23 @@ func TestTokenBucketClockBackwards(t *testing.T) {
 	})
 }
 
+// TestTokenBucketStaleCharge pins what a stale reading is charged. The
+// request is judged at its own reading, so it is never admitted where the
+// newest reading would deny it; and it is charged at its own reading too, so
+// its tokens refill from then. That is not stricter than clamping the reading
+// to the newest one for the requests that follow: here clamping would deny
+// the last AllowN(2). The interval bound over the readings holds either way:
+// 5 tokens over readings 0–5s, against 2 + floor(5·2/2) = 7.
+func TestTokenBucketStaleCharge(t *testing.T) {
+	s := time.Second
+	runSteps(t, tb(2, 2*s), []step{ // one token a second
+		{0, 2, allowed(0, 2*s)},   // TAT 2s
+		{5 * s, 0, allowed(2, 0)}, // a probe at 5s: full
+		{1500 * time.Millisecond, 1, allowed(0, 1500*time.Millisecond)}, // stale: owes 0.5s; TAT 3s
+		{5 * s, 2, allowed(0, 2*s)},                                     // full again at 5s; clamped, the 1.5s request would have left TAT 6s
+	})
+}
+
 // Negative readings are ordinary readings.
 func TestTokenBucketNegativeClock(t *testing.T) {
 	runSteps(t, tb(2, 2*time.Second), []step{
