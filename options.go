@@ -156,9 +156,14 @@ func WithShards(n int) Option {
 // its memory without bound. When the store is full and none of its keys is
 // idle enough to evict without changing a decision, a request for a new key
 // is denied (the store never admits more than the rule allows for any key);
-// keys already stored are served as usual. Each variant documents the
-// RetryAfter of such a denial. n must be at least 1; without this option a
-// store has no bound. Single-key limiters reject it.
+// keys already stored are served as usual. The denial's RetryAfter is a
+// hint of when room may appear, the same in every store for the same calls:
+// if the store has at most 8 shards and at most 32 keys, so that the denial
+// examines every key, the time until the soonest of them can be evicted;
+// otherwise the rule's longest reset time (Window, twice that for the
+// sliding counter); in both cases plus 100ms, the slack eviction keeps
+// (docs/keyed-stores.md, "The full-store policy"). n must be at least 1;
+// without this option a store has no bound. Single-key limiters reject it.
 func WithMaxKeys(n int) Option {
 	return func(s *Settings) error {
 		if n < 1 {

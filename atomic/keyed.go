@@ -358,10 +358,10 @@ func (l *keyed[C, PC, K]) makeRoom(own *ring[C], now time.Duration) (time.Durati
 }
 
 // scan examines up to limit cells from the head of ring r, evicts those fresh
-// at reading at and puts the others back at the tail; for those it lowers
-// *soonest to the time from now until they become fresh. It unlinks the
-// evicted cells after releasing r's lock, and returns how many cells it
-// examined and evicted.
+// at reading at and puts the others back at the tail; for those, if soonest
+// is not nil, it lowers *soonest to the time from now until they become
+// fresh. It unlinks the evicted cells after releasing r's lock, and returns
+// how many cells it examined and evicted.
 func (l *keyed[C, PC, K]) scan(r *ring[C], now, at time.Duration, limit int, soonest *time.Duration) (examined, evicted int) {
 	var dead [evict.FullScan]*C
 	r.mu.Lock()
@@ -375,8 +375,10 @@ func (l *keyed[C, PC, K]) scan(r *ring[C], now, at time.Duration, limit int, soo
 		}
 		// A probe (n == 0) publishes nothing and reports how long the state
 		// takes to become fresh if nothing else arrives.
-		if v, live := PC(c).decideKeyed(l.k, now, 0, nil); live {
-			*soonest = min(*soonest, v.ResetAfter)
+		if soonest != nil {
+			if v, live := PC(c).decideKeyed(l.k, now, 0, nil); live {
+				*soonest = min(*soonest, v.ResetAfter)
+			}
 		}
 		r.push(c)
 	}

@@ -64,8 +64,9 @@ func (l *keyed[S, K]) makeRoom(own *stripe[S], now time.Duration) (time.Duration
 }
 
 // scan examines up to limit keys of st, from a random place, and evicts those
-// fresh at reading at; for the others it lowers *soonest to the time from now
-// until they become fresh. It returns how many keys it examined and evicted.
+// fresh at reading at; for the others, if soonest is not nil, it lowers
+// *soonest to the time from now until they become fresh. It returns how
+// many keys it examined and evicted.
 // It requires that st.mu is held.
 func (l *keyed[S, K]) scan(st *stripe[S], now, at time.Duration, limit int, soonest *time.Duration) (examined, evicted int) {
 	for key, s := range st.m {
@@ -80,7 +81,9 @@ func (l *keyed[S, K]) scan(st *stripe[S], now, at time.Duration, limit int, soon
 		}
 		// A probe (n == 0) changes nothing and reports how long the state
 		// takes to become fresh if nothing else arrives.
-		*soonest = min(*soonest, l.k.Allow(s, now, 0).ResetAfter)
+		if soonest != nil {
+			*soonest = min(*soonest, l.k.Allow(s, now, 0).ResetAfter)
+		}
 	}
 	l.evicted(st, at, evicted)
 	return examined, evicted

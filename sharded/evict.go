@@ -64,8 +64,9 @@ func (l *store[KT, S]) makeRoom(own *shard[KT, S], now time.Duration) (time.Dura
 }
 
 // scan examines up to limit keys of sh, from a random place, and evicts those
-// fresh at reading at; for the others it lowers *soonest to the time from now
-// until they become fresh. It returns how many keys it examined and evicted.
+// fresh at reading at; for the others, if soonest is not nil, it lowers
+// *soonest to the time from now until they become fresh. It returns how
+// many keys it examined and evicted.
 // It requires that sh.mu is held.
 func (l *store[KT, S]) scan(sh *shard[KT, S], now, at time.Duration, limit int, soonest *time.Duration) (examined, evicted int) {
 	for mk, s := range sh.m {
@@ -80,7 +81,9 @@ func (l *store[KT, S]) scan(sh *shard[KT, S], now, at time.Duration, limit int, 
 		}
 		// A probe (n == 0) changes nothing and reports how long the state
 		// takes to become fresh if nothing else arrives.
-		*soonest = min(*soonest, l.decide(&s, now, 0).ResetAfter)
+		if soonest != nil {
+			*soonest = min(*soonest, l.decide(&s, now, 0).ResetAfter)
+		}
 	}
 	l.evicted(sh, at, evicted)
 	return examined, evicted

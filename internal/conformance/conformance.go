@@ -58,8 +58,8 @@ type Variant struct {
 // Algorithms lists every algorithm, in order.
 var Algorithms = []admit.Algorithm{admit.TokenBucket, admit.FixedWindow, admit.SlidingLog, admit.SlidingCounter}
 
-// Run runs the whole suite against v: the keyed-store checks (store.go) too
-// if v.Store is set.
+// Run runs the whole suite against v: the keyed-store checks (store.go,
+// keys.go) too if v.Store is set.
 func Run(t *testing.T, v Variant) {
 	t.Run("Errors", func(t *testing.T) { testErrors(t, v) })
 	t.Run("StoreOptions", func(t *testing.T) { testStoreOptions(t, v) })
@@ -80,21 +80,25 @@ func Run(t *testing.T, v Variant) {
 			t.Run("Cancel", func(t *testing.T) { testCancel(t, v, alg) })
 			if v.Store != nil {
 				runStore(t, v, alg)
+				runKeys(t, v, alg)
 			}
 		})
 	}
 }
 
 // RunStore runs only the keyed-store checks (eviction, bounded memory, the
-// full-store policy) against v, whose Store must be set: for a variant whose
-// tests call [Run] without Store, so that nothing runs twice.
+// full-store policy, the key count) against v, whose Store must be set: for
+// a variant whose tests call [Run] without Store, so that nothing runs twice.
 func RunStore(t *testing.T, v Variant) {
 	if v.Store == nil {
 		t.Fatalf("conformance.RunStore(%s): the Variant has no Store hooks", v.Name)
 	}
 	for _, alg := range Algorithms {
 		if v.Supports(alg) {
-			t.Run("algo="+alg.String(), func(t *testing.T) { runStore(t, v, alg) })
+			t.Run("algo="+alg.String(), func(t *testing.T) {
+				runStore(t, v, alg)
+				runKeys(t, v, alg)
+			})
 		}
 	}
 }

@@ -101,21 +101,38 @@ func (c *Counter) Release(n int) { c.n.Add(-int64(n)) }
 // FullScan keys, those of own first, then those of up to FullShards other
 // shards (from a cursor that moves on at each call, so that calls in turn
 // visit every shard), and tries again to reserve room for one key. If it
-// cannot, it returns the RetryAfter of the denial: the time until the
-// soonest of the keys it examined becomes evictable (plus the slack), or
-// horizon (the rule's longest reset) if it examined none.
+// cannot, it returns the RetryAfter of the denial:
+//
+//   - if it examined every key of the store (so every shard: the store has
+//     at most FullShards shards and holds at most FullScan keys), the time
+//     until the soonest of them becomes evictable, plus the slack;
+//   - otherwise horizon (the rule's longest reset, the longest a key takes
+//     to become evictable after its last admission), plus the slack;
+//   - the slack alone if it evicted keys and concurrent insertions took the
+//     room.
+//
+// The RetryAfter thus depends on the rule, the options and the calls, never
+// on which shard each key landed in: that depends on each store's random
+// hash seed, and a time from the keys it happened to examine would differ
+// between stores, and between runs, for the same calls.
 //
 // scan examines up to limit keys of one shard at reading at, evicts the
-// fresh ones and lowers *soonest for the others; own tells it whether the
-// shard is the caller's (whose lock, if the store has shard locks, the
-// caller holds). It returns how many keys it examined and evicted; a store
-// that cannot take another shard's lock without waiting skips it (0, 0), as
-// waiting for a second lock while holding one could deadlock.
+// fresh ones and, if soonest is not nil, lowers *soonest to the time until
+// each of the others becomes fresh (MakeRoom passes nil when it will not use
+// the time); own tells it whether the shard is the caller's (whose lock, if
+// the store has shard locks, the caller holds). It returns how many keys it
+// examined and evicted; a store that cannot take another shard's lock
+// without waiting skips it (0, 0), as waiting for a second lock while
+// holding one could deadlock.
 func MakeRoom[T any](c *Counter, max int64, shards []T, own *T, now, horizon time.Duration,
 	scan func(sh *T, own bool, at time.Duration, limit int, soonest *time.Duration) (examined, evicted int)) (time.Duration, bool) {
 	at := Reading(now)
 	soonest := horizon
-	examined, evicted := scan(own, true, at, FullScan, &soonest)
+	times := &soonest // nil when no scan can examine every key: no probes
+	if len(shards) > FullShards || c.n.Load() > FullScan {
+		times = nil
+	}
+	examined, evicted := scan(own, true, at, FullScan, times)
 	if evicted > 0 && c.Reserve(max) {
 		return 0, true
 	}
@@ -128,7 +145,7 @@ func MakeRoom[T any](c *Counter, max int64, shards []T, own *T, now, horizon tim
 		if sh == own {
 			continue
 		}
-		e, v := scan(sh, false, at, FullScan-examined, &soonest)
+		e, v := scan(sh, false, at, FullScan-examined, times)
 		examined, evicted = examined+e, evicted+v
 		if v > 0 && c.Reserve(max) {
 			return 0, true
@@ -137,8 +154,11 @@ func MakeRoom[T any](c *Counter, max int64, shards []T, own *T, now, horizon tim
 	if c.Reserve(max) { // another call may have made room meanwhile
 		return 0, true
 	}
-	if evicted > 0 {
+	switch {
+	case evicted > 0:
 		soonest = 0 // room was made, and a concurrent insertion took it
+	case times == nil || int64(examined) < c.n.Load():
+		soonest = horizon // some key went unexamined (or a busy shard was skipped)
 	}
 	return AddSat(soonest, Slack), false
 }

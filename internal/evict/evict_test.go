@@ -78,3 +78,51 @@ func TestMakeRoom(t *testing.T) {
 		t.Error("room made in the own shard was not reserved")
 	}
 }
+
+// TestMakeRoomRetryAfter: the refusal's RetryAfter is the soonest time the
+// scans found only when they examined every key of the store, which needs
+// at most FullShards shards and at most FullScan keys, and no shard skipped;
+// otherwise it is the horizon, whatever the keys examined said. Either way
+// the slack is added.
+func TestMakeRoomRetryAfter(t *testing.T) {
+	const horizon = time.Hour
+	for _, tc := range []struct {
+		name    string
+		shards  int
+		keys    int64 // the store's count, and its maximum
+		skipped bool  // a busy shard was skipped
+		want    time.Duration
+	}{
+		{"every key examined", FullShards, FullScan, false, 5 * time.Second},
+		{"more shards than it visits", 2 * FullShards, 2, false, horizon},
+		{"more keys than it examines", 2, FullScan + 1, false, horizon},
+		{"a busy shard skipped", 2, 2, true, horizon},
+	} {
+		var c Counter
+		for range tc.keys {
+			c.Reserve(tc.keys)
+		}
+		shards := make([]int, tc.shards)
+		probed := false
+		scan := func(sh *int, own bool, at time.Duration, limit int, soonest *time.Duration) (int, int) {
+			if soonest != nil {
+				probed = true
+				*soonest = min(*soonest, 5*time.Second)
+			}
+			if !own && tc.skipped {
+				return 0, 0
+			}
+			if own {
+				return min(limit, int(tc.keys)-(tc.shards-1)), 0 // one key in each other shard
+			}
+			return min(limit, 1), 0
+		}
+		wait, ok := MakeRoom(&c, tc.keys, shards, &shards[0], 0, horizon, scan)
+		if ok || wait != tc.want+Slack {
+			t.Errorf("%s: MakeRoom = %v, %v; want a refusal after %v", tc.name, wait, ok, tc.want+Slack)
+		}
+		if probing := tc.shards <= FullShards && tc.keys <= FullScan; probed != probing {
+			t.Errorf("%s: scans asked for the soonest time: %v, want %v (probes cost, and only an exact answer needs them)", tc.name, probed, probing)
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package conformance
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/evict"
+)
+
+// runKeys runs the checks of a bounded store's full-store denial: that every
+// store gives the same RetryAfter for the same calls.
+func runKeys(t *testing.T, v Variant, alg admit.Algorithm) {
+	t.Run("FullStoreRetryAfter", func(t *testing.T) { testFullStoreRetryAfter(t, v, alg) })
+}
+
+// testFullStoreRetryAfter checks the RetryAfter of a new key denied by a full
+// store against the rule of docs/keyed-stores.md, computed from the kernel
+// oracle: the time until the soonest stored key becomes evictable, plus the
+// slack, when the store has at most evict.FullShards shards and
+// evict.FullScan keys (the denial examines every key), and the rule's
+// horizon plus the slack otherwise. The answer must not depend on where keys
+// landed, which depends on each store's random hash seed: several stores of
+// each shape, each with its own seed, are driven by the same calls and must
+// all give it. Every store held to the oracle's answer, the three agree.
+func testFullStoreRetryAfter(t *testing.T, v Variant, alg admit.Algorithm) {
+	rule := admit.Rule{Algorithm: alg, Limit: 3, Window: time.Hour}
+	for _, tc := range []struct {
+		shards  int // 0 for the default, at least 16
+		maxKeys int
+		exact   bool
+	}{
+		{shards: 1, maxKeys: 1, exact: true},
+		{shards: 1, maxKeys: 2, exact: true},
+		{shards: 8, maxKeys: 2, exact: true},
+		{shards: 4, maxKeys: evict.FullScan, exact: true},
+		{shards: 16, maxKeys: 2},
+		{shards: 0, maxKeys: 2},
+		{shards: 1, maxKeys: evict.FullScan + 1},
+	} {
+		name := "shards=default"
+		if tc.shards > 0 {
+			name = "shards=" + strconv.Itoa(tc.shards)
+		}
+		name += "/maxKeys=" + strconv.Itoa(tc.maxKeys)
+		t.Run(name, func(t *testing.T) {
+			// The history: key i takes n_i of the limit at t0 + i×step,
+			// so that the keys become evictable at different times, and
+			// a new key arrives while all of them are busy.
+			const step = 7 * time.Second
+			t0 := time.Hour
+			oracle := NewOracle(rule)
+			for i := range tc.maxKeys {
+				oracle.Allow("k"+strconv.Itoa(i), t0+time.Duration(i)*step, 1+i%rule.Limit)
+			}
+			now := t0 + time.Duration(tc.maxKeys)*step
+			want := horizon(rule)
+			if tc.exact {
+				for i := range tc.maxKeys {
+					want = min(want, oracle.Allow("k"+strconv.Itoa(i), now, 0).ResetAfter)
+				}
+			}
+			want += evict.Slack
+
+			for range 8 { // a fresh hash seed each time
+				fake := clock.NewFake()
+				opts := []admit.Option{admit.WithClock(fake), admit.WithMaxKeys(tc.maxKeys)}
+				if tc.shards > 0 {
+					opts = append(opts, admit.WithShards(tc.shards))
+				}
+				lim, err := v.New(rule, opts...)
+				require.NoError(t, err)
+				for i := range tc.maxKeys {
+					fake.Set(t0 + time.Duration(i)*step)
+					require.True(t, lim.AllowN("k"+strconv.Itoa(i), 1+i%rule.Limit).Allowed, "%v: key %d of %d", rule, i, tc.maxKeys)
+				}
+				fake.Set(now)
+				d := lim.Allow("new")
+				require.Equal(t, admit.Decision{Limit: rule.Limit, RetryAfter: want}, d,
+					"%v, %s: a new key denied by a full store of busy keys; want RetryAfter %v (exact: %v)", rule, name, want, tc.exact)
+			}
+		})
+	}
+}
