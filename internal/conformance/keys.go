@@ -1,10 +1,12 @@
 package conformance
 
 import (
+	"context"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/admit-go/admit"
@@ -13,9 +15,11 @@ import (
 )
 
 // runKeys runs the checks of a bounded store's full-store denial: that every
-// store gives the same RetryAfter for the same calls.
+// store gives the same RetryAfter for the same calls, and that a waiter let
+// through after a full-store refusal was charged.
 func runKeys(t *testing.T, v Variant, alg admit.Algorithm) {
 	t.Run("FullStoreRetryAfter", func(t *testing.T) { testFullStoreRetryAfter(t, v, alg) })
+	t.Run("WaitKeyFullStore", func(t *testing.T) { testWaitKeyFullStore(t, v, alg) })
 }
 
 // testFullStoreRetryAfter checks the RetryAfter of a new key denied by a full
@@ -85,4 +89,50 @@ func testFullStoreRetryAfter(t *testing.T, v Variant, alg admit.Algorithm) {
 			}
 		})
 	}
+}
+
+// fakeWaits is a keyed reserver whose full-store refusals are waited out on
+// a fake clock: it moves the clock by each refusal's Delay, the wait the
+// store asked for, and hands the waiter a Delay of 1ns instead, so that the
+// waiter's real sleep orders nothing and takes no time.
+type fakeWaits struct {
+	admit.KeyedReserver
+	clock   *clock.Fake
+	refused int
+}
+
+func (f *fakeWaits) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
+	r, ok := f.KeyedReserver.ReserveN(key, n, maxWait)
+	if !ok && r.Delay > 0 && r.Delay < maxWait {
+		f.refused++
+		f.clock.Advance(r.Delay)
+		return admit.Reservation{Delay: time.Nanosecond}, false
+	}
+	return r, ok
+}
+
+// testWaitKeyFullStore: admit.WaitKey on a new key refused by a full store
+// sleeps until room may appear and asks again; when it returns nil, the key
+// must have been charged. A waiter let through without its reservation would
+// pass uncharged.
+func testWaitKeyFullStore(t *testing.T, v Variant, alg admit.Algorithm) {
+	if alg != admit.TokenBucket {
+		t.Skip("only token buckets reserve")
+	}
+	rule := mustRule(t, "token-bucket,2,2s")
+	fake := clock.NewFake()
+	fake.Set(time.Hour)
+	lim, err := v.New(rule, admit.WithClock(fake), admit.WithMaxKeys(1), admit.WithShards(1))
+	require.NoError(t, err)
+	kr, ok := lim.(admit.KeyedReserver)
+	if !ok {
+		t.Skip("not an admit.KeyedReserver")
+	}
+	require.True(t, lim.Allow("a").Allowed)
+	waits := &fakeWaits{KeyedReserver: kr, clock: fake}
+	require.NoError(t, admit.WaitKey(context.Background(), waits, "b"))
+	require.Equal(t, 1, waits.refused, "the first reservation of b meets a full store and waits for a to become idle")
+	assert.Equal(t, admit.Decision{Allowed: true, Limit: 2, Remaining: 1, ResetAfter: time.Second}, lim.AllowN("b", 0),
+		"b after WaitKey returned nil: one token taken")
+	assert.Equal(t, 1, lim.(storeLimiter).Len(), "a made room for b")
 }
