@@ -14,6 +14,16 @@ func (l *keyed[C, PC, K]) evictAt(at time.Duration) int { return l.sweepAt(at) }
 // setPause makes the next call stop at the pause point and run f.
 func (l *keyed[C, PC, K]) setPause(f func()) { l.pause.Store(&f) }
 
+// loseCreationRace replays the losing side of two calls racing to create
+// key, which another call has created: a call that found key missing, then
+// reached obtain after the other call had stored the key's cell. It reports
+// whether obtain handed back that cell.
+func (l *keyed[C, PC, K]) loseCreationRace(key string) bool {
+	c, _, ok := l.obtain(key, l.clock.Now())
+	existing, _ := l.m.Load(key)
+	return ok && c == existing
+}
+
 type testHooks interface {
 	evictAt(time.Duration) int
 	setPause(func())

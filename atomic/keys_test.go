@@ -46,3 +46,30 @@ func TestSlidingCounterSnapshot(t *testing.T) {
 		assert.False(t, lim.Allow("k").Allowed, "%v: Allow(k) after AllowN(k, %d) on the evicted key", rule, limit)
 	}
 }
+
+// TestRacingCreationCountsOneKey replays, deterministically, the race of two
+// calls that both find a key missing in a bounded store: both count a key
+// (evict.Counter.Reserve) before creating it, the loser finds the winner's
+// cell and must give its count back, or the store would deny new keys while
+// it holds fewer than its bound. (The conformance check KeyCount races two
+// real calls, which meet this interleaving only by chance.)
+func TestRacingCreationCountsOneKey(t *testing.T) {
+	for _, rule := range []admit.Rule{
+		{Algorithm: admit.TokenBucket, Limit: 2, Window: time.Second},
+		{Algorithm: admit.TokenBucket, Limit: 3, Window: time.Second}, // a snapshot cell
+		{Algorithm: admit.FixedWindow, Limit: 2, Window: time.Second},
+		{Algorithm: admit.SlidingCounter, Limit: 2, Window: time.Second},
+	} {
+		fake := clock.NewFake()
+		fake.Set(time.Hour)
+		lim, err := New(rule, admit.WithClock(fake), admit.WithMaxKeys(2), admit.WithShards(1))
+		require.NoError(t, err)
+		store := lim.(Store)
+		require.True(t, lim.Allow("k").Allowed) // the winner creates k
+		require.True(t, lim.(interface{ loseCreationRace(string) bool }).loseCreationRace("k"),
+			"%v: the loser of the race is handed the winner's cell", rule)
+		require.Equal(t, 1, store.Len(), "%v: two calls created one key", rule)
+		assert.True(t, lim.Allow("other").Allowed, "%v: one key stored of 2, a new key must pass", rule)
+		assert.False(t, lim.Allow("third").Allowed, "%v: two busy keys fill the store", rule)
+	}
+}

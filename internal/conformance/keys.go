@@ -14,12 +14,14 @@ import (
 	"github.com/admit-go/admit/internal/evict"
 )
 
-// runKeys runs the checks of a bounded store's full-store denial: that every
-// store gives the same RetryAfter for the same calls, and that a waiter let
-// through after a full-store refusal was charged.
+// runKeys runs the checks of a bounded store's key count and of the
+// full-store denial: that every store gives the same RetryAfter for the same
+// calls, that a waiter let through after a full-store refusal was charged,
+// and that the key count behind admit.WithMaxKeys stays exact.
 func runKeys(t *testing.T, v Variant, alg admit.Algorithm) {
 	t.Run("FullStoreRetryAfter", func(t *testing.T) { testFullStoreRetryAfter(t, v, alg) })
 	t.Run("WaitKeyFullStore", func(t *testing.T) { testWaitKeyFullStore(t, v, alg) })
+	t.Run("KeyCount", func(t *testing.T) { testKeyCount(t, v, alg) })
 }
 
 // testFullStoreRetryAfter checks the RetryAfter of a new key denied by a full
@@ -135,4 +137,60 @@ func testWaitKeyFullStore(t *testing.T, v Variant, alg admit.Algorithm) {
 	assert.Equal(t, admit.Decision{Allowed: true, Limit: 2, Remaining: 1, ResetAfter: time.Second}, lim.AllowN("b", 0),
 		"b after WaitKey returned nil: one token taken")
 	assert.Equal(t, 1, lim.(storeLimiter).Len(), "a made room for b")
+}
+
+// testKeyCount checks the key count behind admit.WithMaxKeys, which each
+// insertion and each eviction keeps: whenever a bounded store holds fewer
+// keys than its bound, a new key must be admitted. The insertions' own
+// sweeps evict keys too, and two calls racing to create one key must count
+// it once.
+func testKeyCount(t *testing.T, v Variant, alg admit.Algorithm) {
+	rule := admit.Rule{Algorithm: alg, Limit: 2, Window: time.Second}
+	t.Run("InsertionSweep", func(t *testing.T) {
+		const maxKeys = 100
+		fake := clock.NewFake()
+		fake.Set(time.Hour)
+		lim, err := v.New(rule, admit.WithClock(fake), admit.WithMaxKeys(maxKeys), admit.WithShards(1))
+		require.NoError(t, err)
+		store := lim.(storeLimiter)
+		for i := range evict.SweepMinLen {
+			require.True(t, lim.Allow("old-"+strconv.Itoa(i)).Allowed)
+		}
+		fake.Advance(horizon(rule) + evict.Slack) // every old key is evictable
+		require.True(t, lim.Allow("new-0").Allowed)
+		require.Equal(t, evict.SweepMinLen-evict.SweepBatch+1, store.Len(),
+			"%v: the insertion into a shard of %d keys evicts %d idle keys", rule, evict.SweepMinLen, evict.SweepBatch)
+		require.Equal(t, evict.SweepMinLen-evict.SweepBatch, store.Sweep(), "%v: the other old keys", rule)
+		// Only busy keys from here on: a new key is admitted exactly while
+		// the store holds fewer than maxKeys, so the count must be exact.
+		for i := 1; store.Len() < maxKeys; i++ {
+			n := store.Len()
+			require.True(t, lim.Allow("new-"+strconv.Itoa(i)).Allowed, "%v: a new key in a store of %d keys, bound %d", rule, n, maxKeys)
+			require.Equal(t, n+1, store.Len())
+		}
+		assert.False(t, lim.Allow("one-too-many").Allowed, "%v: a store of %d busy keys is full", rule, maxKeys)
+	})
+	t.Run("RacingCreation", func(t *testing.T) {
+		for round := range 50 {
+			fake := clock.NewFake()
+			fake.Set(time.Hour)
+			lim, err := v.New(rule, admit.WithClock(fake), admit.WithMaxKeys(2), admit.WithShards(1))
+			require.NoError(t, err)
+			start := make(chan struct{})
+			results := make(chan admit.Decision, 2)
+			for range 2 {
+				go func() {
+					<-start
+					results <- lim.Allow("k")
+				}()
+			}
+			close(start)
+			for range 2 {
+				require.True(t, (<-results).Allowed, "%v, round %d: two calls on a new key of limit 2", rule, round)
+			}
+			require.Equal(t, 1, lim.(storeLimiter).Len(), "%v, round %d: two calls created one key", rule, round)
+			require.True(t, lim.Allow("other").Allowed, "%v, round %d: one key stored of 2, a new key must pass", rule, round)
+			require.False(t, lim.Allow("third").Allowed, "%v, round %d: two busy keys fill the store", rule, round)
+		}
+	})
 }
