@@ -2,6 +2,7 @@ package evict
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 	"unsafe"
@@ -76,6 +77,65 @@ func TestMakeRoom(t *testing.T) {
 	}
 	if _, ok := MakeRoom(&c, 1, shards, &shards[0], 0, time.Hour, evictOwn); !ok {
 		t.Error("room made in the own shard was not reserved")
+	}
+}
+
+// shardIndex returns the index of sh in shards.
+func shardIndex(shards []int, sh *int) int {
+	return int((uintptr(unsafe.Pointer(sh)) - uintptr(unsafe.Pointer(&shards[0]))) / unsafe.Sizeof(shards[0]))
+}
+
+// TestMakeRoomTakenMeanwhile: another shard's idle key is evicted, but a
+// concurrent insertion takes the room before this call can reserve it. The
+// refusal's RetryAfter is the slack alone: room appears, it was just taken,
+// so asking again soon is right, not the wait for the keys examined.
+func TestMakeRoomTakenMeanwhile(t *testing.T) {
+	var c Counter
+	c.Reserve(2)
+	c.Reserve(2) // the store is full
+	shards := make([]int, 4)
+	scan := func(sh *int, own bool, at time.Duration, limit int, soonest *time.Duration) (int, int) {
+		if own {
+			*soonest = min(*soonest, 5*time.Second) // a busy key
+			return 1, 0
+		}
+		if shardIndex(shards, sh) == 1 {
+			c.Release(1) // what a store's scan does when it evicts
+			if !c.Reserve(2) {
+				t.Fatal("the concurrent insertion found no room")
+			}
+			return 1, 1
+		}
+		return 0, 0
+	}
+	wait, ok := MakeRoom(&c, 2, shards, &shards[0], 0, time.Hour, scan)
+	if ok || wait != Slack {
+		t.Errorf("MakeRoom whose room was taken meanwhile = %v, %v; want a refusal after the slack, %v", wait, ok, Slack)
+	}
+}
+
+// TestMakeRoomScanBudget: a full store's new key examines at most FullScan
+// keys in all: each shard's scan gets what the earlier ones left, and no
+// shard is visited once the budget is spent.
+func TestMakeRoomScanBudget(t *testing.T) {
+	var c Counter
+	c.Reserve(1) // the store is full
+	shards := make([]int, 4)
+	held := []int{20, 5, 10, 30} // keys per shard
+	var visited, limits []int
+	scan := func(sh *int, own bool, at time.Duration, limit int, soonest *time.Duration) (int, int) {
+		i := shardIndex(shards, sh)
+		visited, limits = append(visited, i), append(limits, limit)
+		return min(limit, held[i]), 0
+	}
+	if _, ok := MakeRoom(&c, 1, shards, &shards[0], 0, time.Hour, scan); ok {
+		t.Fatal("MakeRoom reserved room in a full store of busy keys")
+	}
+	// The cursor starts the others at shard (8 mod 4) = 0, the own shard,
+	// which is skipped: then 1 (5 keys), 2 (the 7 left of 32), and not 3.
+	if !slices.Equal(visited, []int{0, 1, 2}) || !slices.Equal(limits, []int{FullScan, FullScan - 20, FullScan - 25}) {
+		t.Errorf("scans of shards %v with limits %v; want shards [0 1 2] with limits [%d %d %d]",
+			visited, limits, FullScan, FullScan-20, FullScan-25)
 	}
 }
 
