@@ -14,6 +14,18 @@ func (l *keyed[C, PC, K]) evictAt(at time.Duration) int { return l.sweepAt(at) }
 // setPause makes the next call stop at the pause point and run f.
 func (l *keyed[C, PC, K]) setPause(f func()) { l.pause.Store(&f) }
 
+// ringLens returns how many cells each ring holds.
+func (l *keyed[C, PC, K]) ringLens() []int {
+	lens := make([]int, len(l.rings))
+	for i := range l.rings {
+		r := &l.rings[i]
+		r.mu.Lock()
+		lens[i] = r.len()
+		r.mu.Unlock()
+	}
+	return lens
+}
+
 // loseCreationRace replays the losing side of two calls racing to create
 // key, which another call has created: a call that found key missing, then
 // reached obtain after the other call had stored the key's cell. It reports

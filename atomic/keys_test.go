@@ -1,6 +1,7 @@
 package atomic
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -72,4 +73,27 @@ func TestRacingCreationCountsOneKey(t *testing.T) {
 		assert.True(t, lim.Allow("other").Allowed, "%v: one key stored of 2, a new key must pass", rule)
 		assert.False(t, lim.Allow("third").Allowed, "%v: two busy keys fill the store", rule)
 	}
+}
+
+// TestRingsSpreadKeys: WithShards(16) spreads 1,000 keys over all 16 sweep
+// rings. Each ring's share is binomial (mean 62.5, deviation 7.7), so the
+// bounds [20, 125] are more than five deviations away; a store that used
+// half its rings, or one, breaks them.
+func TestRingsSpreadKeys(t *testing.T) {
+	const keys, rings = 1000, 16
+	lim, err := New(admit.Rule{Algorithm: admit.TokenBucket, Limit: 1, Window: time.Second}, admit.WithClock(clock.NewFake()), admit.WithShards(rings))
+	require.NoError(t, err)
+	for i := range keys {
+		require.True(t, lim.Allow("user-"+strconv.Itoa(i)).Allowed)
+	}
+	lens := lim.(interface{ ringLens() []int }).ringLens()
+	require.Len(t, lens, rings)
+	total := 0
+	for i, n := range lens {
+		total += n
+		if n < 20 || n > 125 {
+			t.Errorf("ring %d holds %d of %d keys, want 20 to 125 (all: %v)", i, n, keys, lens)
+		}
+	}
+	require.Equal(t, keys, total)
 }
