@@ -14,8 +14,8 @@ var (
 	ErrExceedsLimit = errors.New("admit: the request can never be admitted")
 
 	// ErrWouldExceedDeadline is returned by the Wait functions, at once and
-	// without consuming anything, when the request could not be admitted
-	// before the context's deadline.
+	// without consuming anything, when the request could not be admitted by
+	// the context's deadline.
 	ErrWouldExceedDeadline = errors.New("admit: the wait would exceed the context's deadline")
 )
 
@@ -88,8 +88,10 @@ func Wait(ctx context.Context, l Limiter) error { return WaitN(ctx, l, 1) }
 // WaitN blocks until l admits n, or ctx is done. It returns at once, having
 // consumed nothing, with ctx's error if ctx is already done, with an error
 // wrapping [ErrExceedsLimit] if n can never be admitted, and with an error
-// wrapping [ErrWouldExceedDeadline] if n could not be admitted before ctx's
-// deadline.
+// wrapping [ErrWouldExceedDeadline] if n could not be admitted by ctx's
+// deadline. A wait that ends exactly at the deadline is taken, and the
+// request is admitted at that instant, whichever path (reservation or
+// polling) the limiter takes.
 //
 // A token bucket ([Reserver]) paces waiters by reservation: each waiter takes
 // its tokens at once and sleeps until they are due, so N concurrent waiters
@@ -128,38 +130,48 @@ func WaitKeyN(ctx context.Context, l KeyedLimiter, key string, n int) error {
 	return poll(ctx, n, func(n int) Decision { return l.AllowN(key, n) })
 }
 
-// budget returns how long ctx allows a wait to last, or ctx's error.
-func budget(ctx context.Context) (time.Duration, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
+// remaining returns how long ctx allows a wait to last: until its deadline
+// (0 once that has passed), or Never without one.
+func remaining(ctx context.Context) time.Duration {
 	if deadline, ok := ctx.Deadline(); ok {
-		return max(0, time.Until(deadline)), nil
+		return max(0, time.Until(deadline))
 	}
-	return Never, nil
+	return Never
 }
 
-func waitError(n int, need, budget time.Duration) error {
+// waitError is the error of a wait refused at once: n can never pass, or
+// it needs a wait longer than ctx allows (ctx's own error if ctx is done).
+func waitError(ctx context.Context, n int, need, budget time.Duration) error {
 	if need == Never {
 		return fmt.Errorf("%w: n=%d is negative or above the rule's limit", ErrExceedsLimit, n)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	return fmt.Errorf("%w: n=%d needs a wait of %v, the deadline is %v away", ErrWouldExceedDeadline, n, need, budget)
 }
 
+// The two loops below agree on a wait that ends exactly at ctx's deadline:
+// it is taken (the kernels admit a reservation whose wait is at most
+// maxWait), and when its sleep ends at the deadline the request is decided
+// once more at that instant, as a call made then would be, before ctx's
+// error is returned. Only a ctx already done when the wait starts is
+// refused without a decision, so that it consumes nothing.
+
 func wait(ctx context.Context, n int, reserve func(int, time.Duration) (Reservation, bool), cancel func(Reservation) bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	for {
-		maxWait, err := budget(ctx)
-		if err != nil {
-			return err
-		}
+		maxWait := remaining(ctx)
 		r, ok := reserve(n, maxWait)
 		if !ok {
 			// Refused: the wait exceeds the deadline, or n can never pass, or
 			// (a keyed store at WithMaxKeys) there is no room for a new key
 			// yet. In the last case the Delay is when room may appear:
 			// sleep that long and ask again, if the deadline allows.
-			if r.Delay == Never || r.Delay == 0 || r.Delay >= maxWait {
-				return waitError(n, r.Delay, maxWait)
+			if r.Delay == Never || r.Delay == 0 || r.Delay > maxWait {
+				return waitError(ctx, n, r.Delay, maxWait)
 			}
 			if err := sleeper.sleep(ctx, r.Delay); err != nil {
 				return err
@@ -178,17 +190,17 @@ func wait(ctx context.Context, n int, reserve func(int, time.Duration) (Reservat
 }
 
 func poll(ctx context.Context, n int, allowN func(int) Decision) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	for {
-		maxWait, err := budget(ctx)
-		if err != nil {
-			return err
-		}
 		d := allowN(n)
 		if d.Allowed {
 			return nil
 		}
+		maxWait := remaining(ctx)
 		if d.RetryAfter == Never || d.RetryAfter > maxWait {
-			return waitError(n, d.RetryAfter, maxWait)
+			return waitError(ctx, n, d.RetryAfter, maxWait)
 		}
 		if err := sleeper.sleep(ctx, d.RetryAfter); err != nil {
 			return err
@@ -206,7 +218,8 @@ type timerPool struct{ p sync.Pool }
 // on real time.
 var sleeper = new(timerPool)
 
-// sleep waits for d, or until ctx is done.
+// sleep waits for d, or until ctx is done; when both happen at once, the
+// sleep is over (nil).
 func (tp *timerPool) sleep(ctx context.Context, d time.Duration) error {
 	t, _ := tp.p.Get().(*time.Timer)
 	if t == nil {
@@ -219,8 +232,11 @@ func (tp *timerPool) sleep(ctx context.Context, d time.Duration) error {
 		tp.p.Put(t)
 		return nil
 	case <-ctx.Done():
-		t.Stop()
+		fired := !t.Stop() // the timer expired too: the sleep is over
 		tp.p.Put(t)
+		if fired {
+			return nil
+		}
 		return ctx.Err()
 	}
 }

@@ -168,3 +168,61 @@ func TestKeyedReserveFullStore(t *testing.T) {
 		assert.False(t, isReserver, "%v", alg)
 	}
 }
+
+// TestWaitDeadlineExactlyEnough: a wait that ends exactly at the context's
+// deadline is taken and admitted at that instant, on every path: a token
+// bucket's reservation, a window's polling, and a new key's wait for room
+// in a full store; one nanosecond less is refused at once, consuming
+// nothing.
+func TestWaitDeadlineExactlyEnough(t *testing.T) {
+	type waiter struct {
+		name  string
+		build func(clk admit.Option) (wait func(context.Context) error, probe func() int, need time.Duration)
+	}
+	waiters := []waiter{
+		{"reservation", func(clk admit.Option) (func(context.Context) error, func() int, time.Duration) {
+			lim, err := admitatomic.NewLimiter(rule(admit.TokenBucket, 1, time.Second), clk)
+			if err != nil {
+				panic(err)
+			}
+			lim.Allow()
+			return func(ctx context.Context) error { return admit.Wait(ctx, lim) }, func() int { return lim.AllowN(0).Remaining }, time.Second
+		}},
+		{"polling", func(clk admit.Option) (func(context.Context) error, func() int, time.Duration) {
+			lim, err := locked.NewLimiter(rule(admit.FixedWindow, 1, time.Second), clk)
+			if err != nil {
+				panic(err)
+			}
+			need := lim.Allow().ResetAfter // the window's end
+			return func(ctx context.Context) error { return admit.Wait(ctx, lim) }, func() int { return lim.AllowN(0).Remaining }, need
+		}},
+		{"full store", func(clk admit.Option) (func(context.Context) error, func() int, time.Duration) {
+			lim, err := locked.New(rule(admit.TokenBucket, 2, 2*time.Second), clk, admit.WithMaxKeys(1), admit.WithShards(1))
+			if err != nil {
+				panic(err)
+			}
+			lim.AllowN("a", 2)
+			need := lim.Allow("b").RetryAfter // when room may appear
+			return func(ctx context.Context) error { return admit.WaitKey(ctx, lim, "b") }, func() int { return lim.AllowN("b", 0).Remaining }, need
+		}},
+	}
+	for _, w := range waiters {
+		t.Run(w.name, func(t *testing.T) {
+			inBubble(t, func(t *testing.T, clk admit.Option) {
+				wait, probe, need := w.build(clk)
+				require.Positive(t, need)
+				before := probe()
+				short, cancelShort := context.WithTimeout(context.Background(), need-1)
+				defer cancelShort()
+				start := time.Now()
+				assert.ErrorIs(t, wait(short), admit.ErrWouldExceedDeadline)
+				assert.Zero(t, time.Since(start), "refused at once")
+				assert.Equal(t, before, probe(), "consuming nothing")
+				exact, cancelExact := context.WithTimeout(context.Background(), need)
+				defer cancelExact()
+				assert.NoError(t, wait(exact), "a wait of exactly the time left is taken")
+				assert.Equal(t, need, time.Since(start))
+			})
+		})
+	}
+}
