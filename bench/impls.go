@@ -187,12 +187,14 @@ func (c admitClock) suffix() string {
 // Churn). Each is far above any rate a run reaches (a 2-core machine makes
 // well under 10^8 calls a second) and each keeps the form the row is named
 // for: a token every nanosecond is whole nanoseconds (packed), one every
-// 1000/999999 ns is not (snapshot); a sliding counter packs below 2^16.
+// 1000/999999 ns is not (snapshot); a sliding counter packs when Limit < 2^16
+// and its window is long enough for every window index of the clock range
+// (docs/algorithms.md): 15 per 128ns does, and admits every call.
 var (
 	tbRule         = admit.Rule{Algorithm: admit.TokenBucket, Limit: 1_000_000, Window: time.Millisecond}
 	tbSnapRule     = admit.Rule{Algorithm: admit.TokenBucket, Limit: 999_999, Window: time.Millisecond}
 	fwRule         = admit.Rule{Algorithm: admit.FixedWindow, Limit: 1_000_000_000, Window: time.Second}
-	scPackedRule   = admit.Rule{Algorithm: admit.SlidingCounter, Limit: 60_000, Window: 100 * time.Microsecond}
+	scPackedRule   = admit.Rule{Algorithm: admit.SlidingCounter, Limit: 15, Window: 128 * time.Nanosecond}
 	scSnapRule     = admit.Rule{Algorithm: admit.SlidingCounter, Limit: 1_000_000_000, Window: time.Second}
 	slRule         = admit.Rule{Algorithm: admit.SlidingLog, Limit: 4096, Window: 10 * time.Microsecond}
 	slKeyedRule    = admit.Rule{Algorithm: admit.SlidingLog, Limit: 64, Window: time.Microsecond} // 512 bytes of log per key

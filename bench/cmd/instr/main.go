@@ -90,7 +90,7 @@ func must[T any](v T, err error) T {
 var (
 	tbRule = admit.Rule{Algorithm: admit.TokenBucket, Limit: 1_000_000, Window: time.Millisecond}
 	fwRule = admit.Rule{Algorithm: admit.FixedWindow, Limit: 1_000_000_000, Window: time.Second}
-	scRule = admit.Rule{Algorithm: admit.SlidingCounter, Limit: 60_000, Window: 100 * time.Microsecond}
+	scRule = admit.Rule{Algorithm: admit.SlidingCounter, Limit: 15, Window: 128 * time.Nanosecond} // packs: Limit < 2^16, Window >= 2^(2·4−1) ns
 	slRule = admit.Rule{Algorithm: admit.SlidingLog, Limit: 4096, Window: time.Millisecond}
 )
 
@@ -112,7 +112,7 @@ var impls = []impl{
 	{"locked", "fixed-window", viaClock, "locked.NewLimiter", func() limiter {
 		return must(locked.NewLimiter(fwRule, withStep()))
 	}},
-	{"atomic-packed", "sliding-counter", viaClock, "admitatomic.NewLimiter, Limit < 2^16", func() limiter {
+	{"atomic-packed", "sliding-counter", viaClock, "admitatomic.NewLimiter, a rule that packs", func() limiter {
 		return must(admitatomic.NewLimiter(scRule, withStep()))
 	}},
 	{"locked", "sliding-counter", viaClock, "locked.NewLimiter", func() limiter {
