@@ -60,12 +60,13 @@
 // a request for a new key that would pass first evicts the idle keys among
 // up to 32 keys: of its own shard, then of up to 8 other shards (a cursor
 // moves on at each such request, so requests in turn visit every shard). If
-// none is idle, the request is denied, with RetryAfter the time until the
-// soonest of the keys it examined becomes evictable (plus the slack), or the
-// rule's longest reset time (Window, twice that for the sliding counter)
-// plus the slack when it examined none. Keys already stored are served as
-// usual; the store never admits more than the rule allows for any key. That
-// RetryAfter is a hint: another new key may take the space first.
+// none is idle, the request is denied, with a RetryAfter that is the same in
+// every store: when the denial examined every key (at most 8 shards and 32
+// keys), the time until the soonest of them becomes evictable, else the
+// rule's longest reset time (Window, twice that for the sliding counter);
+// plus the slack. Keys already stored are served as usual; the store never
+// admits more than the rule allows for any key. That RetryAfter is a hint:
+// another new key may take the space first.
 //
 // # When to pick it
 //
