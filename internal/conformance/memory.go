@@ -1,0 +1,94 @@
+package conformance
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
+)
+
+// testChurn checks that incremental eviction alone, with no Sweep, keeps a
+// store under churn near the number of keys in use: every millisecond of the
+// clock ten new keys arrive and are used once, so about (horizon + slack) ×
+// 10/ms keys are busy at any time; without eviction the store would hold
+// every key it ever saw.
+func testChurn(t *testing.T, v Variant, alg admit.Algorithm) {
+	const (
+		perStep = 10
+		step    = time.Millisecond
+		shards  = 4
+	)
+	steps := 5000
+	if raceEnabled || testing.Short() {
+		steps = 1500
+	}
+	rule := admit.Rule{Algorithm: alg, Limit: 10, Window: 200 * time.Millisecond}
+	fake := clock.NewFake()
+	fake.Set(time.Hour)
+	lim, err := v.New(rule, admit.WithClock(fake), admit.WithShards(shards))
+	require.NoError(t, err)
+	store := lim.(storeLimiter)
+	var kb keyBuf
+	busy := int((horizon(rule)+time.Second/10)/step+1) * perStep // idle after horizon, evictable after the slack (100ms)
+	peak := 0
+	for i := range steps {
+		fake.Advance(step)
+		for j := range perStep {
+			require.True(t, lim.Allow(kb.key("churn-", i*perStep+j)).Allowed)
+		}
+		peak = max(peak, store.Len())
+	}
+	bound := 2*busy + 64*shards
+	t.Logf("%v: %d keys seen, about %d busy at a time, at most %d stored (bound %d)", rule, steps*perStep, busy, peak, bound)
+	assert.LessOrEqual(t, peak, bound, "%v: keys stored under churn", rule)
+}
+
+// heapInUse returns the bytes of live heap objects after a full collection.
+func heapInUse() int64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
+
+// testMemoryReturns stores many keys, lets them all go idle, sweeps, and
+// checks that the store is empty and most of its heap is back (a Go map
+// keeps its buckets after deletions, so a store must rebuild its maps).
+func testMemoryReturns(t *testing.T, v Variant, alg admit.Algorithm) {
+	n := 200_000
+	switch {
+	case raceEnabled:
+		n = 10_000
+	case testing.Short():
+		n = 50_000
+	}
+	rule := admit.Rule{Algorithm: alg, Limit: 10, Window: time.Second}
+	fake := clock.NewFake()
+	fake.Set(time.Hour)
+	base := heapInUse()
+	lim, err := v.New(rule, admit.WithClock(fake))
+	require.NoError(t, err)
+	store := lim.(storeLimiter)
+	var kb keyBuf
+	for i := range n {
+		if !lim.Allow(kb.key("user-", i)).Allowed {
+			t.Fatalf("%v: new key %d denied", rule, i)
+		}
+	}
+	full := heapInUse() - base
+	require.Equal(t, n, store.Len())
+
+	fake.Advance(horizon(rule) + time.Second)
+	assert.Equal(t, n, store.Sweep(), "%v: every key is idle", rule)
+	assert.Zero(t, store.Len())
+	swept := heapInUse() - base
+	t.Logf("%v: heap %.1f MiB with %d keys, %.2f MiB after the sweep", rule, float64(full)/(1<<20), n, float64(swept)/(1<<20))
+	assert.LessOrEqual(t, swept, full/4, "%v: heap after evicting all %d keys, of %d bytes with them", rule, n, full)
+	runtime.KeepAlive(lim)
+}
