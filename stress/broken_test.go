@@ -76,7 +76,7 @@ func (l *noClampFW) AllowN(n int) admit.Decision {
 
 // naiveStore is a keyed token-bucket store with the sweeper of
 // sethvargo/go-limiter's memorystore and ulule/limiter's Clean
-// (RELIABILITY.md §7): a call looks its entry up under the map's read lock,
+// (docs/reliability.md, the eviction hazard): a call looks its entry up under the map's read lock,
 // releases it and then uses the entry under the entry's own lock; the sweeper
 // collects idle keys under the read lock, releases it, and deletes them under
 // the write lock without checking again. An entry used between the two

@@ -25,8 +25,8 @@ import (
 //     kernel's end state (no lost budget); the smallest Remaining reported
 //     by an admission equals the kernel's (no lost update); and a saturated
 //     phase admitted exactly its budget (conservation).
-//   - checkIntervals (every history): the interval bounds of RELIABILITY.md
-//     §3 over the admitted requests' readings, allowing for each reading's
+//   - checkIntervals (every history): the interval bounds of docs/reliability.md
+//     over the admitted requests' readings, allowing for each reading's
 //     uncertainty [lo, hi].
 //   - checkLinearizable (exact histories, in porcupine.go): the per-object
 //     histories linearize against the kernel.
@@ -229,7 +229,7 @@ type intervalStats struct {
 	dropped    int // admissions whose reading was too uncertain to place
 }
 
-// checkIntervals checks the interval bounds of RELIABILITY.md §3 on the
+// checkIntervals checks the interval bounds of docs/reliability.md on the
 // admitted requests of every object. A request's reading is only known to
 // lie in [lo, hi]; the checks are sound for every placement of the readings
 // within their bounds (they only count requests whose placement cannot
@@ -246,7 +246,7 @@ type intervalStats struct {
 //   - sliding log: for requests with lo in [a, a+W-1-slack], so that every
 //     effective time is in [a, a+W-1], Σn <= L.
 func checkIntervals(h *history, s subject, slack time.Duration) (intervalStats, error) {
-	v := &violations{check: "interval bounds (RELIABILITY.md §3)"}
+	v := &violations{check: "interval bounds (docs/reliability.md)"}
 	var st intervalStats
 	objs, keys := byObject(h)
 	for _, key := range keys {

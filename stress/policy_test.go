@@ -15,7 +15,7 @@ import (
 
 // The policy workload: a policy.Service built on each keyed variant (through
 // admit.WithFactory) serves (user, API) pairs while a reloader swaps between
-// two rule books as fast as it can (RELIABILITY.md C8, E4).
+// two rule books as fast as it can (docs/reliability.md C8, E4).
 //
 // The books differ, but most pairs have the same rule in both: such a pair
 // must keep one budget across every reload (a reload never hands out a fresh

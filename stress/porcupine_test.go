@@ -12,7 +12,7 @@ import (
 	"github.com/admit-go/admit"
 )
 
-// Linearizability (RELIABILITY.md §4). Every object (a key, or a policy
+// Linearizability (docs/reliability.md). Every object (a key, or a policy
 // pair under one rule) is a register of kernel state, and its operations are
 // the recorded AllowN calls. The clock moves only at quiescent points, between
 // phases, so an object's history is the concatenation of its phases'

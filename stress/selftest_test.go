@@ -14,7 +14,7 @@ import (
 // TestSelfTest runs the harness against the broken limiters of broken_test.go
 // and requires that it FAILS on each, through the oracle named in want, within
 // a bounded number of trials (each a full workload with its own seed). A
-// harness that has never caught a bug proves nothing (RELIABILITY.md §8.7).
+// harness that has never caught a bug proves nothing (docs/reliability.md).
 //
 // The broken limiters are test code, so they reach the harness's yield
 // function directly (between), in every build; the library's variants reach

@@ -75,7 +75,7 @@ func hotKeyWorkload(rule admit.Rule) *workload {
 // single-key limiter, and one key of a keyed limiter) from many goroutines
 // released together, in phases of a frozen clock, and checks every exact
 // oracle: under a frozen clock the admitted weight equals the budget exactly
-// (RELIABILITY.md C1, C2, C4, C7).
+// (docs/reliability.md C1, C2, C4, C7).
 func TestHotKey(t *testing.T) {
 	for _, v := range variants {
 		for _, shape := range []string{"single", "keyed"} {
@@ -180,7 +180,7 @@ func evictionSteps(rule admit.Rule) func(*rand.Rand, int) time.Duration {
 }
 
 // TestEviction runs the eviction workload on every keyed variant, with and
-// without a WithMaxKeys bound below the number of keys (RELIABILITY.md C13,
+// without a WithMaxKeys bound below the number of keys (docs/reliability.md C13,
 // E2, E3, E7).
 func TestEviction(t *testing.T) {
 	keys := budget{full: 96, short: 72}.get()
@@ -247,8 +247,8 @@ func staleWorkload(rule admit.Rule, ticking bool, keys int) *workload {
 }
 
 // TestStaleClock runs every variant, algorithm and shape under stale and
-// moving clock readings (RELIABILITY.md K1, K2) and checks the interval
-// bounds of §3.
+// moving clock readings (docs/reliability.md K1, K2) and checks the interval
+// bounds.
 func TestStaleClock(t *testing.T) {
 	for _, v := range variants {
 		for _, shape := range []string{"single", "keyed"} {

@@ -180,7 +180,7 @@ func pausedCall(t *testing.T, v Variant, lim admit.KeyedLimiter, key string, n i
 	}
 }
 
-// testEvictionRace is the classic eviction race (RELIABILITY E2) with the
+// testEvictionRace is the classic eviction race (docs/reliability.md E2) with the
 // clock frozen: call A holds a fresh key's state (or, for a mutex store, is
 // on its way to the lock), the key is evicted, call B creates it anew and
 // spends the whole limit, then A resumes. A must not spend a second budget.
@@ -319,7 +319,7 @@ func testStaleReadingAfterEviction(t *testing.T, v Variant, alg admit.Algorithm)
 	}
 }
 
-// testEvictionHammer (RELIABILITY C13): goroutines hammer a few keys while a
+// testEvictionHammer (docs/reliability.md C13): goroutines hammer a few keys while a
 // sweeper evicts at the current reading as fast as it can, in phases of a
 // frozen clock that moves between phases by steps that make keys fresh. With
 // demand far above supply, each key must admit in each phase exactly what
