@@ -8,7 +8,7 @@ all: test
 
 ## test: go vet, then every unit test under the race detector (what CI runs),
 ## the Redis store's against a throwaway redis-server, then every benchmark of
-## bench/ once, so none can rot.
+## bench/ and of the module once, so none can rot.
 test: vet unit allocs redis stress-short bench-check
 
 vet:
@@ -84,10 +84,14 @@ bench-redis:
 	cd bench && ./redis.sh
 
 ## bench-check: vet bench/ and run each of its benchmarks once (-short keeps
-## the 1,000,000-key setups out): part of make test.
+## the 1,000,000-key setups out), then each of the module's own benchmarks
+## once, sharded's BytesPerKey on 10,000 keys rather than a million (about
+## 20 s on 2 cores): part of make test.
 bench-check:
 	cd bench && $(GO) vet ./...
 	cd bench && $(GO) test -count=1 -short -run . -bench . -benchtime=1x ./...
+	$(GO) test -count=1 -short -run '^$$' -bench . -benchtime=1x $$($(GO) list ./... | grep -v '/sharded$$')
+	$(GO) test -count=1 -short -run '^$$' -bench . -benchtime=1x ./sharded -bytes-per-key.keys=10000
 
 ## lint: formatting and vet, including for 32-bit targets.
 lint: vet
