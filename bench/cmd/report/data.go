@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -139,15 +140,12 @@ func (s stat) pct() string {
 // query selects samples by labels; procs 0 is any.
 type query struct {
 	labels map[string]string
+	order  []string // the labels' keys as given, for String
 	procs  int
 }
 
 func q(bench string, kv ...string) query {
-	m := map[string]string{"bench": bench}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return query{labels: m}
+	return query{labels: map[string]string{"bench": bench}, order: []string{"bench"}}.with(kv...)
 }
 
 func (qu query) at(procs int) query { qu.procs = procs; return qu }
@@ -157,10 +155,30 @@ func (qu query) with(kv ...string) query {
 	for k, v := range qu.labels {
 		m[k] = v
 	}
+	order := slices.Clone(qu.order)
 	for i := 0; i+1 < len(kv); i += 2 {
+		if _, ok := m[kv[i]]; !ok {
+			order = append(order, kv[i])
+		}
 		m[kv[i]] = kv[i+1]
 	}
-	return query{labels: m, procs: qu.procs}
+	return query{labels: m, order: order, procs: qu.procs}
+}
+
+// String names the query as a benchmark name: Serial/path=allow/impl=x-8.
+func (qu query) String() string {
+	var b strings.Builder
+	for _, k := range qu.order {
+		if k == "bench" {
+			b.WriteString(qu.labels[k])
+			continue
+		}
+		fmt.Fprintf(&b, "/%s=%s", k, qu.labels[k])
+	}
+	if qu.procs != 0 {
+		fmt.Fprintf(&b, "-%d", qu.procs)
+	}
+	return b.String()
 }
 
 func (qu query) matches(s sample) bool {
@@ -189,6 +207,12 @@ func (r *run) stat(qu query, unit string) stat {
 			}
 		}
 	}
+	return summarize(vals)
+}
+
+// summarize returns the median of vals and its 95% confidence interval, as
+// benchstat computes them; the zero stat when vals is empty.
+func summarize(vals []float64) stat {
 	if len(vals) == 0 {
 		return stat{}
 	}

@@ -29,6 +29,8 @@ BenchmarkSerial/path=allow/algo=token-bucket/impl=floor-since+cas-2 	1000	55.0 n
 BenchmarkSerial/path=allow/algo=token-bucket/impl=floor-since+cas-2 	1000	57.0 ns/op	1.000 admitted/op	0 B/op	0 allocs/op
 BenchmarkSerial/path=allow/algo=token-bucket/impl=xtime-rate-2 	1000	150.0 ns/op	1.000 admitted/op	0 B/op	0 allocs/op
 BenchmarkSerial/path=allow/algo=token-bucket/impl=xtime-rate-2 	1000	152.0 ns/op	1.000 admitted/op	0 B/op	0 allocs/op
+BenchmarkSerial/path=allow/algo=token-bucket/impl=atomic-packed-coarse-2 	1000	20.0 ns/op	1.000 admitted/op	0 B/op	0 allocs/op
+BenchmarkSerial/path=allow/algo=token-bucket/impl=atomic-packed-coarse-2 	1000	22.0 ns/op	1.000 admitted/op	0 B/op	0 allocs/op
 BenchmarkSerial/path=deny/algo=token-bucket/impl=atomic-packed-2 	1000	40.0 ns/op	0 admitted/op	0 B/op	0 allocs/op
 BenchmarkHotKey/algo=token-bucket/impl=atomic-packed 	1000	60.0 ns/op	1.000 admitted/op	0 B/op	0 allocs/op
 BenchmarkHotKey/algo=token-bucket/impl=atomic-packed-8 	1000	70.0 ns/op	1.000 admitted/op	0 B/op	0 allocs/op
@@ -36,7 +38,14 @@ BenchmarkHotKey/algo=token-bucket/impl=uber-ratelimit-nowait-8 	1000	90.0 ns/op	
 BenchmarkHotKey/algo=token-bucket/impl=xtime-rate-8 	1000	200.0 ns/op	1.000 admitted/op	0 B/op	0 allocs/op
 BenchmarkKeyed/keys=100000/dist=uniform/algo=token-bucket/impl=atomic-packed-2 	1000	100.0 ns/op	1.000 admitted/op	0 B/op	0 allocs/op
 BenchmarkKeyed/keys=100000/dist=uniform/algo=token-bucket/impl=go-limiter-2 	1000	200.0 ns/op	1.000 admitted/op	0 B/op	0 allocs/op
+BenchmarkKeyed/keys=100000/dist=uniform/algo=token-bucket/impl=xtime-rate-2 	1000	400.0 ns/op	1.000 admitted/op	0 B/op	0 allocs/op
+BenchmarkKeyed/keys=100000/dist=zipf/algo=token-bucket/impl=atomic-packed-2 	1000	90.0 ns/op	1.000 admitted/op	0 B/op	0 allocs/op
+BenchmarkKeyed/keys=100000/dist=zipf/algo=token-bucket/impl=go-limiter-2 	1000	120.0 ns/op	1.000 admitted/op	0 B/op	0 allocs/op
+BenchmarkEviction/keys=100000/evict=off/algo=token-bucket/impl=atomic-packed-2 	1000	110.0 ns/op	1.000 admitted/op	0 B/op	0 allocs/op
+BenchmarkEviction/keys=100000/evict=off/algo=token-bucket/impl=go-limiter-2 	1000	210.0 ns/op	1.000 admitted/op	0 B/op	0 allocs/op
+BenchmarkEviction/keys=100000/evict=on/algo=token-bucket/impl=go-limiter-2 	1000	230.0 ns/op	1.000 admitted/op	0 B/op	0 allocs/op
 BenchmarkMemory/keys=100000/algo=token-bucket/impl=atomic-packed-2 	1	500.0 ns/op	70.0 bytes/key	3.0 allocs/key	100.0 B/key
+BenchmarkMemory/keys=100000/algo=token-bucket/impl=xtime-rate-2 	1	900.0 ns/op	200.0 bytes/key	4.0 allocs/key	200.0 B/key
 PASS
 # load-after: 0.40 0.50 0.60
 # elapsed: 12s
@@ -45,16 +54,24 @@ PASS
 const sampleInstr = "# date: 2026-01-02T03:04:05Z\n" +
 	"baseline\tbase-clock\t61.0\t-\t-\treads a clock\n" +
 	"atomic-packed\ttoken-bucket\t100.0\t39.0\tbase-clock\tNewTokenBucket\n" +
+	"xtime-rate\ttoken-bucket\t500.0\t400.0\tbase-clock\trate.Limiter\n" +
+	"uber-ratelimit-nowait\ttoken-bucket\t250.0\t150.0\tbase-clock\tTake\n" +
 	"profile\tatomic-packed/token-bucket\t20.0\tkernel.Decide (tokenbucket.go)\n"
 
-func TestGenerate(t *testing.T) {
-	dir := t.TempDir()
-	results, docs := filepath.Join(dir, "results"), filepath.Join(dir, "docs")
+// writeResults writes a results directory with the sample run (edited by
+// edit, when not nil) and returns its path.
+func writeResults(t *testing.T, edit func(string) string) string {
+	t.Helper()
+	results := filepath.Join(t.TempDir(), "results")
 	if err := os.MkdirAll(results, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	run := sampleRun
+	if edit != nil {
+		run = edit(run)
+	}
 	files := map[string]string{
-		"quick.txt":           sampleRun,
+		"quick.txt":           run,
 		"quick.benchstat.txt": "## Headline: a table\n\n$ go tool benchstat x\n\ntable body\n\n## Floors\n\nfloor body\n",
 		"instr.txt":           sampleInstr,
 	}
@@ -63,36 +80,150 @@ func TestGenerate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := generate(results, docs); err != nil {
+	return results
+}
+
+func TestGenerate(t *testing.T) {
+	files, err := generate(writeResults(t, nil))
+	if err != nil {
 		t.Fatalf("generate: %v", err)
 	}
-	md, err := os.ReadFile(filepath.Join(docs, "benchmarks.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := string(files["benchmarks.md"])
 	for _, want := range []string{
 		"2026-01-02T03:04:05Z", "Test CPU", "go1.26.0", // the run's header
+		"go test -run '^$' -bench . .", // its command
 		"## Headline", "### Goals", "## Floors", "## Hot key", "## Instructions per Allow",
 		"atomic packed token bucket 61 ns", // the median of 60 and 62
 		"2.5× faster than x/time/rate",     // 151 / 61
-		"**39** net",                       // from instr.txt
-		"| met |",                          // e.g. 39 instructions <= 60
-		"| not measured |",                 // no clock.Coarse row in the sample
-		"table body",                       // the benchstat tables, verbatim
+		"`-cpu 1,8` on 2 cores (at 8 the goroutines outnumber the cores)",
+		"One hot key from 8 goroutines (`-cpu 8`, 2 cores): 70 ns per `Allow`, 2.9× faster than x/time/rate, 1.3× faster than uber's `Take` (90 ns).",
+		"**39** net",          // from instr.txt
+		"| ≤ 60 | **39** net", // 39 instructions <= 60: met
+		"x/time/rate 400 net (500 gross), uber 150 net (250 gross) | met |",
+		"Memory: 70 bytes per key (atomic token bucket, 100,000 keys), against 200 for x/time/rate in a `sync.Map`; zero allocations",
+		"so admit's rows run once, labelled off, as the reference: atomic-packed token bucket.",
+		"## AllowN, mixed n\n\n`AllowN` with n drawn from 1, 1, 1, 1, 2, 3, 5, 8 on 1,000 existing keys, uniform, from both goroutines. go-limiter and uber have no all-or-nothing `AllowN` and are left out; juju runs `TakeMaxDuration(n, 0)`, ulule `Increment`, throttled the GCRA quantity, httprate `WithIncrement`.\n\nNot measured in this run.\n\n## policy",
+		"table body", // the benchstat tables, verbatim
 		"img/hotkey.svg",
 	} {
-		if !strings.Contains(string(md), want) {
+		if !strings.Contains(md, want) {
 			t.Errorf("benchmarks.md lacks %q", want)
 		}
 	}
 	for _, svg := range []string{"serial-allow.svg", "hotkey.svg", "memory.svg"} {
-		b, err := os.ReadFile(filepath.Join(docs, "img", svg))
-		if err != nil {
-			t.Errorf("%s: %v", svg, err)
-			continue
-		}
-		if !strings.HasPrefix(string(b), "<svg ") || !strings.HasSuffix(string(b), "</svg>\n") {
+		b := string(files["img/"+svg])
+		if !strings.HasPrefix(b, "<svg ") || !strings.HasSuffix(b, "</svg>\n") {
 			t.Errorf("%s is not a complete SVG document", svg)
 		}
+	}
+}
+
+// TestGenerateSubset: a run of some workloads only (BENCH=...) reports the
+// others as not measured, and its goals too.
+func TestGenerateSubset(t *testing.T) {
+	results := writeResults(t, func(run string) string {
+		var keep []string
+		for _, l := range strings.Split(run, "\n") {
+			if !strings.HasPrefix(l, "Benchmark") || strings.HasPrefix(l, "BenchmarkSerial/") {
+				keep = append(keep, l)
+			}
+		}
+		return strings.Join(keep, "\n")
+	})
+	if err := os.Remove(filepath.Join(results, "instr.txt")); err != nil {
+		t.Fatal(err)
+	}
+	files, err := generate(results)
+	if err != nil {
+		t.Fatalf("generate: %v", err)
+	}
+	md := string(files["benchmarks.md"])
+	for _, want := range []string{
+		"## Hot key, every goroutine on one key\n\nNot measured in this run.\n\n## Keyed",
+		"| hot key, RunParallel at -cpu 8: atomic packed vs uber's limiter | no worse than uber |  | not measured |",
+		"Not measured yet: run `make bench-instr`.\n\n## The peers",
+		"- With `clock.Coarse`: 21 ns per `Allow`, 7.2× faster than x/time/rate.",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("benchmarks.md lacks %q", want)
+		}
+	}
+	if strings.Contains(md, "- One hot key") {
+		t.Errorf("benchmarks.md has a hot-key headline without a hot-key run")
+	}
+}
+
+// TestGenerateMissingRow: a row the report documents, missing from a
+// workload that ran, fails the report with the row's name.
+func TestGenerateMissingRow(t *testing.T) {
+	for _, tc := range []struct{ drop, want string }{
+		{"impl=atomic-packed-coarse-2", "Serial/path=allow/algo=token-bucket/impl=atomic-packed-coarse (ns/op)"},
+		{"BenchmarkHotKey/algo=token-bucket/impl=uber-ratelimit-nowait-8", "HotKey/algo=token-bucket/impl=uber-ratelimit-nowait-8 (ns/op)"},
+		{"dist=zipf/algo=token-bucket/impl=go-limiter", "Keyed/keys=100000/dist=zipf/algo=token-bucket/impl=go-limiter (ns/op)"},
+		{"BenchmarkMemory/keys=100000/algo=token-bucket/impl=xtime-rate", "Memory/keys=100000/algo=token-bucket/impl=xtime-rate (bytes/key)"},
+		{"evict=off/algo=token-bucket/impl=atomic-packed", "Eviction: admit's reference rows"},
+	} {
+		results := writeResults(t, func(run string) string {
+			var keep []string
+			for _, l := range strings.Split(run, "\n") {
+				if !strings.Contains(l, tc.drop) {
+					keep = append(keep, l)
+				}
+			}
+			return strings.Join(keep, "\n")
+		})
+		_, err := generate(results)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("without %s: generate = %v, want an error naming %s", tc.drop, err, tc.want)
+		}
+	}
+	results := writeResults(t, nil)
+	instr := strings.ReplaceAll(sampleInstr, "uber-ratelimit-nowait\t", "uber\t")
+	if err := os.WriteFile(filepath.Join(results, "instr.txt"), []byte(instr), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := generate(results); err == nil || !strings.Contains(err.Error(), "instr.txt: impl=uber-ratelimit-nowait algo=token-bucket") {
+		t.Errorf("without uber in instr.txt: generate = %v, want an error naming the row", err)
+	}
+}
+
+// TestCheck: -check accepts the docs it generated and refuses them once the
+// report or a marked figure disagrees with the results.
+func TestCheck(t *testing.T) {
+	results := writeResults(t, nil)
+	docs := filepath.Join(filepath.Dir(results), "docs")
+	files, err := generate(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := write(docs, files); err != nil {
+		t.Fatal(err)
+	}
+	readme := filepath.Join(filepath.Dir(results), "README.md")
+	quote := func(text string) {
+		t.Helper()
+		if err := os.WriteFile(readme, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	quote("Serial `Allow`: 61 ns<!--bench: Serial/allow/token-bucket/atomic-packed-->, 2.5×<!--bench: Serial/allow/token-bucket/xtime-rate / Serial/allow/token-bucket/atomic-packed--> faster.\n")
+	if err := checkDocs(results, docs, files); err != nil {
+		t.Fatalf("checkDocs of fresh docs: %v", err)
+	}
+
+	quote("Serial `Allow`: 58 ns<!--bench: Serial/allow/token-bucket/atomic-packed-->.\n")
+	err = checkDocs(results, docs, files)
+	if err == nil || !strings.Contains(err.Error(), "README.md:1: 58 ns is stale: the results give 61.00") {
+		t.Errorf("checkDocs with a stale figure = %v", err)
+	}
+
+	quote("")
+	md := filepath.Join(docs, "benchmarks.md")
+	if err := os.WriteFile(md, append(files["benchmarks.md"], "edited by hand\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = checkDocs(results, docs, files)
+	if err == nil || !strings.Contains(err.Error(), "docs/benchmarks.md is not what bench/cmd/report generates") {
+		t.Errorf("checkDocs with an edited report = %v", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"html"
 	"math"
-	"os"
 	"strings"
 )
 
@@ -65,8 +64,8 @@ func fmtNum(v float64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
-// barChart writes a horizontal bar chart of bars, with a linear axis from 0.
-func barChart(path, title, unit, note string, bars []bar) error {
+// barChart draws a horizontal bar chart of bars, with a linear axis from 0.
+func barChart(title, unit, note string, bars []bar) []byte {
 	const (
 		labelW = 300
 		plotW  = 460
@@ -110,7 +109,7 @@ func barChart(path, title, unit, note string, bars []bar) error {
 		fmt.Fprintf(&s, `<text x="%.1f" y="%d" fill="#222">%s</text>`+"\n", math.Max(x(b.value), x(b.hi))+4, y+13, fmtNum(b.value))
 	}
 	s.WriteString("</svg>\n")
-	return os.WriteFile(path, []byte(s.String()), 0o644)
+	return []byte(s.String())
 }
 
 // series is one line of a line chart.
@@ -126,9 +125,9 @@ type point struct{ x, y float64 }
 // palette gives the lines of a chart distinct colours.
 var palette = []string{"#1f5fbf", "#2aa198", "#6c71c4", "#0b2e6b", "#d33682", "#b58900", "#cb4b16", "#859900", "#7f7f7f", "#8c564b", "#17becf", "#4c9a2a"}
 
-// lineChart writes a line chart with a log2 x axis (GOMAXPROCS) and a
-// linear y axis from 0.
-func lineChart(path, title, xunit, yunit, note string, lines []series) error {
+// lineChart draws a line chart with a log2 x axis (GOMAXPROCS) and a linear
+// y axis from 0; nil when no line has a point above 0.
+func lineChart(title, xunit, yunit, note string, lines []series) []byte {
 	const (
 		left, top    = 60, 48
 		plotW, plotH = 460, 300
@@ -141,7 +140,7 @@ func lineChart(path, title, xunit, yunit, note string, lines []series) error {
 		}
 	}
 	if maxY <= 0 || minX > maxX {
-		return fmt.Errorf("%s: no data", path)
+		return nil
 	}
 	step := niceStep(maxY, 5)
 	axisMax := math.Ceil(maxY/step) * step
@@ -190,5 +189,5 @@ func lineChart(path, title, xunit, yunit, note string, lines []series) error {
 		fmt.Fprintf(&s, `<text x="%d" y="%d">%s</text>`+"\n", left+plotW+46, ly0+4, html.EscapeString(l.name))
 	}
 	s.WriteString("</svg>\n")
-	return os.WriteFile(path, []byte(s.String()), 0o644)
+	return []byte(s.String())
 }
