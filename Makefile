@@ -94,7 +94,10 @@ bench-check:
 	$(GO) test -count=1 -short -run '^$$' -bench . -benchtime=1x ./sharded -bytes-per-key.keys=10000
 
 ## lint: formatting and vet, including for 32-bit targets.
+## Then docs/benchmarks.md, and the figures README.md and docs/*.md quote,
+## checked against bench/results (bench/README.md, "Figures in the docs").
 lint: vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	GOARCH=386 $(GO) vet ./...
 	cd redisstore && GOARCH=386 $(GO) vet ./...
+	cd bench && $(GO) run ./cmd/report -check
