@@ -65,3 +65,28 @@ type KeyedLimiter interface {
 	// [Limiter.AllowN].
 	AllowN(key string, n int) Decision
 }
+
+// Store is the keyed limiter that New returns in packages atomic, locked and
+// sharded, with the controls of its store. New's result type is
+// [KeyedLimiter]; assert it to reach these methods:
+//
+//	store := lim.(admit.Store)
+type Store interface {
+	KeyedLimiter
+
+	// Rule returns the rule the store enforces for every key.
+	Rule() Rule
+
+	// Len returns the number of keys stored now. Under concurrent calls it
+	// may not include all of the latest insertions and evictions.
+	Len() int
+
+	// Sweep evicts every key that is idle now (its state equivalent to a
+	// fresh key's at the clock's reading minus a slack of 100ms, so that
+	// eviction never changes a decision) and returns the number of keys it
+	// evicted. It costs time in proportion to the keys stored. Calls need
+	// not sweep (each new key examines a few keys for eviction): it is for
+	// owners who want memory back while no new keys arrive, for example
+	// from a time.Ticker in a goroutine of their own.
+	Sweep() int
+}

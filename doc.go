@@ -74,24 +74,26 @@
 // Each algorithm is written once, as pure arithmetic; the variant packages only
 // decide how a key's state is guarded when many goroutines call at once. All
 // are safe for concurrent use, none takes a lock shared by all keys, and all
-// give the same Decisions for the same sequence of calls.
+// give the same Decisions for the same sequence of calls. Which to import:
 //
-//   - locked: the kernel under a mutex (striped mutexes for keyed limiters).
-//     The reference the others are checked against; every algorithm.
-//   - atomic: lock-free compare-and-swap on packed words or immutable
-//     snapshots, for the hottest keys; every algorithm but the sliding log.
-//   - sharded: a hash-sharded keyed store holding states inline, for
-//     millions of keys; every algorithm, and optionally hashed keys.
+//   - One key (a client, an outgoing API, a job queue): atomic.NewLimiter
+//     (import as admitatomic). Lock-free, one compare-and-swap on a packed
+//     word; no allocation for any token bucket or fixed window.
+//   - Many keys (users, client addresses, API keys): sharded.New. Every
+//     algorithm, states inline, no allocation per call, the fewest bytes per
+//     key, optional hashed keys.
+//   - A sliding log on one key: locked.NewLimiter (atomic has no sliding log).
+//     Package locked is also the plainest code, the kernel under a mutex.
 //
-// Every keyed store drops idle keys (a key whose state equals a fresh key's)
-// as it goes, so eviction never changes a decision, and [WithMaxKeys] bounds
-// its memory; see docs/keyed-stores.md.
+// Every keyed store is an [Store]: it drops idle keys (a key whose state equals
+// a fresh key's) as it goes, so eviction never changes a decision, and
+// [WithMaxKeys] bounds its memory; see docs/keyed-stores.md.
 //
-// Import the variant, not this package, to build a limiter:
+// Import the variant, not only this package, to build a limiter:
 //
 //	rule, err := admit.ParseRule("token-bucket,5,10s")
 //	if err != nil { ... }
-//	lim, err := locked.New(rule)
+//	lim, err := sharded.New(rule) // one budget per user
 //	if err != nil { ... }
 //	if d := lim.Allow(userID); !d.Allowed {
 //		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.RetryAfter.Seconds()))))

@@ -9,10 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/plumb"
 )
 
 func TestStoreOptionDefaults(t *testing.T) {
-	s, err := admit.NewSettings()
+	s, err := resolve()
 	require.NoError(t, err)
 	assert.Zero(t, s.Shards, "no WithShards: 0, the variant's default")
 	assert.Zero(t, s.MaxKeys, "no WithMaxKeys: no bound")
@@ -35,7 +36,7 @@ func TestDefaultShards(t *testing.T) {
 }
 
 func TestStoreOptionsAreApplied(t *testing.T) {
-	s, err := admit.NewSettings(admit.WithShards(8), admit.WithMaxKeys(1000), admit.WithHashedKeys())
+	s, err := resolve(admit.WithShards(8), admit.WithMaxKeys(1000), admit.WithHashedKeys())
 	require.NoError(t, err)
 	assert.Equal(t, 8, s.Shards)
 	assert.Equal(t, 8, s.ShardCount())
@@ -44,11 +45,11 @@ func TestStoreOptionsAreApplied(t *testing.T) {
 	assert.Equal(t, "WithShards, WithMaxKeys, WithHashedKeys", s.StoreOptions())
 
 	for _, n := range []int{1, 2, 1024, admit.MaxShards} {
-		s, err := admit.NewSettings(admit.WithShards(n))
+		s, err := resolve(admit.WithShards(n))
 		require.NoError(t, err, "WithShards(%d)", n)
 		assert.Equal(t, n, s.ShardCount())
 	}
-	s, err = admit.NewSettings(admit.WithMaxKeys(1))
+	s, err = resolve(admit.WithMaxKeys(1))
 	require.NoError(t, err)
 	assert.Equal(t, "WithMaxKeys", s.StoreOptions())
 }
@@ -67,12 +68,12 @@ func TestStoreOptionsRejectBadValues(t *testing.T) {
 		{"WithMaxKeys(0)", admit.WithMaxKeys(0), "at least 1"},
 		{"WithMaxKeys(-1)", admit.WithMaxKeys(-1), "leave the option out"},
 	} {
-		s, err := admit.NewSettings(tc.opt)
+		s, err := resolve(tc.opt)
 		if !assert.Error(t, err, tc.name) {
 			continue
 		}
 		assert.True(t, errors.Is(err, admit.ErrInvalidOption), "%s: %q wraps ErrInvalidOption", tc.name, err)
 		assert.Contains(t, err.Error(), tc.want, tc.name)
-		assert.Equal(t, admit.Settings{}, s, tc.name)
+		assert.Equal(t, plumb.Settings{}, s, tc.name)
 	}
 }

@@ -10,24 +10,25 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/plumb"
 )
 
-func TestNewSettingsDefaultsToSystemClock(t *testing.T) {
+func TestResolveDefaultsToSystemClock(t *testing.T) {
 	for name, opts := range map[string][]admit.Option{
 		"no options":    nil,
 		"empty options": {},
 	} {
-		s, err := admit.NewSettings(opts...)
-		require.NoErrorf(t, err, "%s: NewSettings()", name)
-		assert.Equalf(t, clock.System(), s.Clock, "%s: NewSettings().Clock, want clock.System()", name)
+		s, err := resolve(opts...)
+		require.NoErrorf(t, err, "%s: resolve()", name)
+		assert.Equalf(t, clock.System(), s.Clock, "%s: resolve().Clock, want clock.System()", name)
 	}
 }
 
 func TestWithClockIsApplied(t *testing.T) {
 	fake := clock.NewFake()
-	s, err := admit.NewSettings(admit.WithClock(fake))
-	require.NoError(t, err, "NewSettings(WithClock(clock.NewFake()))")
-	assert.Same(t, fake, s.Clock, "NewSettings(WithClock(fake)).Clock is the fake itself")
+	s, err := resolve(admit.WithClock(fake))
+	require.NoError(t, err, "resolve(WithClock(clock.NewFake()))")
+	assert.Same(t, fake, s.Clock, "resolve(WithClock(fake)).Clock is the fake itself")
 
 	fake.Advance(3 * time.Second)
 	assert.Equal(t, 3*time.Second, s.Clock.Now(), "the settings read the fake the test moves")
@@ -35,12 +36,12 @@ func TestWithClockIsApplied(t *testing.T) {
 
 func TestWithClockLastOneWins(t *testing.T) {
 	first, second := clock.NewFake(), clock.NewFake()
-	s, err := admit.NewSettings(admit.WithClock(first), admit.WithClock(second))
-	require.NoError(t, err, "NewSettings(WithClock(first), WithClock(second))")
+	s, err := resolve(admit.WithClock(first), admit.WithClock(second))
+	require.NoError(t, err, "resolve(WithClock(first), WithClock(second))")
 	assert.Same(t, second, s.Clock, "options apply in order")
 
-	s, err = admit.NewSettings(admit.WithClock(first), admit.WithClock(clock.System()))
-	require.NoError(t, err, "NewSettings(WithClock(fake), WithClock(clock.System()))")
+	s, err = resolve(admit.WithClock(first), admit.WithClock(clock.System()))
+	require.NoError(t, err, "resolve(WithClock(fake), WithClock(clock.System()))")
 	assert.Equal(t, clock.System(), s.Clock, "WithClock(clock.System()) restores the default")
 }
 
@@ -52,12 +53,12 @@ func (c *stepClock) Now() time.Duration { c.now += time.Millisecond; return c.no
 
 func TestWithClockAcceptsAnyClock(t *testing.T) {
 	c := &stepClock{}
-	s, err := admit.NewSettings(admit.WithClock(c))
-	require.NoError(t, err, "NewSettings(WithClock(&stepClock{}))")
+	s, err := resolve(admit.WithClock(c))
+	require.NoError(t, err, "resolve(WithClock(&stepClock{}))")
 	assert.Same(t, c, s.Clock)
 }
 
-func TestNewSettingsRejectsBadOptions(t *testing.T) {
+func TestResolveRejectsBadOptions(t *testing.T) {
 	var nilOption admit.Option
 	var nilClock clock.Clock
 	var nilFake *clock.Fake
@@ -77,37 +78,40 @@ func TestNewSettingsRejectsBadOptions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		var (
-			s   admit.Settings
+			s   plumb.Settings
 			err error
 		)
-		if !assert.NotPanicsf(t, func() { s, err = admit.NewSettings(tc.opts...) }, "NewSettings(%s)", tc.name) {
+		if !assert.NotPanicsf(t, func() { s, err = resolve(tc.opts...) }, "resolve(%s)", tc.name) {
 			continue
 		}
-		if !assert.Errorf(t, err, "NewSettings(%s) = %+v, want an error", tc.name, s) {
+		if !assert.Errorf(t, err, "resolve(%s) = %+v, want an error", tc.name, s) {
 			continue
 		}
-		assert.Truef(t, errors.Is(err, admit.ErrInvalidOption), "NewSettings(%s) error %q does not wrap ErrInvalidOption", tc.name, err)
-		assert.Falsef(t, errors.Is(err, admit.ErrInvalidRule), "NewSettings(%s) error %q wraps ErrInvalidRule", tc.name, err)
-		assert.Containsf(t, err.Error(), tc.want, "NewSettings(%s) error", tc.name)
-		assert.Equalf(t, admit.Settings{}, s, "NewSettings(%s) returned settings with its error", tc.name)
+		assert.Truef(t, errors.Is(err, admit.ErrInvalidOption), "resolve(%s) error %q does not wrap ErrInvalidOption", tc.name, err)
+		assert.Falsef(t, errors.Is(err, admit.ErrInvalidRule), "resolve(%s) error %q wraps ErrInvalidRule", tc.name, err)
+		assert.Containsf(t, err.Error(), tc.want, "resolve(%s) error", tc.name)
+		assert.Equalf(t, plumb.Settings{}, s, "resolve(%s) returned settings with its error", tc.name)
 	}
 }
 
 func TestWithClockNilSaysWhatIsAccepted(t *testing.T) {
-	_, err := admit.NewSettings(admit.WithClock(nil))
-	require.Error(t, err, "NewSettings(WithClock(nil))")
+	_, err := resolve(admit.WithClock(nil))
+	require.Error(t, err, "resolve(WithClock(nil))")
 	assert.Contains(t, err.Error(), "clock.System()", "the error names the clocks to pass instead")
 	assert.Contains(t, err.Error(), "clock.NewFake()", "the error names the clocks to pass instead")
 }
 
-func TestNewSettingsReturnsAnOptionsError(t *testing.T) {
+func TestResolveReturnsAnOptionsError(t *testing.T) {
 	errCustom := errors.New("custom option failed")
-	failing := admit.Option(func(*admit.Settings) error { return errCustom })
+	failing := plumb.NewOption(func(*plumb.Settings) error { return errCustom }).(admit.Option)
 	called := false
-	after := admit.Option(func(*admit.Settings) error { called = true; return nil })
+	after := plumb.NewOption(func(*plumb.Settings) error { called = true; return nil }).(admit.Option)
 
-	s, err := admit.NewSettings(failing, after)
-	assert.Same(t, errCustom, err, "NewSettings returns the failing option's error as is")
+	s, err := resolve(failing, after)
+	assert.Same(t, errCustom, err, "resolve returns the failing option's error as is")
 	assert.False(t, called, "options after a failing one are not applied")
-	assert.Equal(t, admit.Settings{}, s)
+	assert.Equal(t, plumb.Settings{}, s)
 }
+
+// resolve is how the variant packages resolve options (internal/plumb).
+func resolve(opts ...admit.Option) (plumb.Settings, error) { return plumb.Resolve(opts) }

@@ -34,19 +34,8 @@ type Reservation struct {
 	ticket uint64
 }
 
-// NewReservation is for limiter implementations: it records a reservation of
-// n tokens due after delay, cancellable with ticket (0 for one that cannot
-// be cancelled: refused, or due at once).
-func NewReservation(delay time.Duration, n int, ticket uint64) Reservation {
-	return Reservation{Delay: delay, n: n, ticket: ticket}
-}
-
 // N returns the number of tokens reserved.
 func (r Reservation) N() int { return r.n }
-
-// Ticket is for limiter implementations: the ticket recorded by
-// NewReservation.
-func (r Reservation) Ticket() uint64 { return r.ticket }
 
 // Reserver is a [Limiter] that can hand waiters successive slots instead of
 // letting them wake together to fight for one token. The token buckets of

@@ -1,11 +1,14 @@
-// Package atomic is admit's lock-free variant: each key's state is swapped by
-// compare-and-swap, never guarded by a lock, for the hottest keys.
+// Package atomic is admit's lock-free variant, and the one to pick for one
+// key: [NewLimiter] keeps the key's state in one word swapped by
+// compare-and-swap, with no lock and, for every token bucket and fixed
+// window, no allocation. For many keys pick package sharded; for the sliding
+// log, package locked ([NewLimiter] and [New] refuse it and say so).
 //
 // The name collides with sync/atomic; import it under an alias:
 //
 //	import admitatomic "github.com/admit-go/admit/atomic"
 //
-//	lim, err := admitatomic.New(rule) // an admit.KeyedLimiter
+//	lim, err := admitatomic.NewLimiter(rule) // an admit.Limiter
 //
 // # Forms
 //

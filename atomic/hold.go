@@ -7,6 +7,7 @@ import (
 
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/layout"
 )
 
 // This file is how a lock-free token bucket keeps the hold (kernel.Hold) of
@@ -67,7 +68,7 @@ type holdTable struct {
 type holdStripe struct {
 	mu sync.Mutex
 	m  map[unsafe.Pointer]heldRec // guarded by mu
-	_  [cacheLinePad - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(map[int]int(nil))]byte
+	_  [layout.CacheLinePad - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(map[int]int(nil))]byte
 }
 
 // heldRec is a held cell's state and hold.

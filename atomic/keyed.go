@@ -17,6 +17,8 @@ import (
 	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/layout"
+	"github.com/admit-go/admit/internal/plumb"
 )
 
 // This file is the keyed store: a concurrent map from key to cell, with
@@ -63,18 +65,12 @@ import (
 // evicts the fresh ones and appends the others back (a second chance, as
 // the CLOCK algorithm does), so every cell is examined once per pass.
 
-// cacheLinePad is the size the store's shared words and rings are padded to.
-// 128, not 64: Intel's adjacent-line prefetcher fetches 64-byte lines in
-// pairs, so two words that share a 128-byte pair still slow each other down;
-// 128 is also the line size of Apple's arm64 cores.
-const cacheLinePad = 128
-
 // paddedInt64 is an atomic word on a 128-byte stretch of its own, so that
 // writing it does not slow down the reads of its neighbours.
 type paddedInt64 struct {
-	_ [cacheLinePad]byte
+	_ [layout.CacheLinePad]byte
 	n satomic.Int64
-	_ [cacheLinePad - 8]byte
+	_ [layout.CacheLinePad - 8]byte
 }
 
 // raise makes w at least v.
@@ -119,7 +115,7 @@ type ring[C any] struct {
 	mu    sync.Mutex
 	cells []*C // guarded by mu: the queue is cells[head:]
 	head  int  // guarded by mu
-	_     [cacheLinePad - unsafe.Sizeof(ringFields{})]byte
+	_     [layout.CacheLinePad - unsafe.Sizeof(ringFields{})]byte
 }
 
 func (r *ring[C]) len() int { return len(r.cells) - r.head }
@@ -159,6 +155,7 @@ type keyed[C any, PC interface {
 }, K any] struct {
 	m       *xsync.MapOf[string, *C]
 	k       K
+	rule    admit.Rule
 	limit   int
 	clock   clock.Clock
 	seed    maphash.Seed
@@ -183,7 +180,7 @@ type keyed[C any, PC interface {
 func newKeyed[C any, PC interface {
 	*C
 	kcell[K]
-}, K any](k K, rule admit.Rule, set admit.Settings) Store {
+}, K any](k K, rule admit.Rule, set plumb.Settings) admit.Store {
 	l := makeKeyed[C, PC](k, rule, set)
 	switch l := any(l).(type) {
 	case *keyed[tbCell, *tbCell, *tbKernel]:
@@ -198,27 +195,28 @@ func newKeyed[C any, PC interface {
 func makeKeyed[C any, PC interface {
 	*C
 	kcell[K]
-}, K any](k K, rule admit.Rule, set admit.Settings) *keyed[C, PC, K] {
+}, K any](k K, rule admit.Rule, set plumb.Settings) *keyed[C, PC, K] {
 	n := set.ShardCount()
 	l := &keyed[C, PC, K]{
 		m:       xsync.NewMapOf[string, *C](),
 		k:       k,
+		rule:    rule,
 		limit:   rule.Limit,
 		clock:   set.Clock,
 		seed:    maphash.MakeSeed(),
 		shift:   uint(64 - bits.TrailingZeros(uint(n))),
 		maxKeys: int64(set.MaxKeys),
-		horizon: rule.Window,
+		horizon: evict.Horizon(rule),
 		rings:   make([]ring[C], n),
-	}
-	if rule.Algorithm == admit.SlidingCounter {
-		l.horizon = evict.AddSat(rule.Window, rule.Window) // both windows must roll out
 	}
 	l.floor.n.Store(math.MinInt64)
 	return l
 }
 
 func (l *keyed[C, PC, K]) Allow(key string) admit.Decision { return l.AllowN(key, 1) }
+
+// Rule implements [admit.Store].
+func (l *keyed[C, PC, K]) Rule() admit.Rule { return l.rule }
 
 // AllowN fills its named result from the cell's Verdict (see kernel.Verdict).
 func (l *keyed[C, PC, K]) AllowN(key string, n int) (d admit.Decision) {
@@ -389,12 +387,12 @@ func (l *keyed[C, PC, K]) scan(r *ring[C], now, at time.Duration, limit int, soo
 	return examined, evicted
 }
 
-// Len implements [Store]. It is xsync's count of the map's entries, which
+// Len implements [admit.Store]. It is xsync's count of the map's entries, which
 // may not include all of the latest operations in presence of concurrent
 // modifications.
 func (l *keyed[C, PC, K]) Len() int { return l.m.Size() }
 
-// Sweep implements [Store].
+// Sweep implements [admit.Store].
 func (l *keyed[C, PC, K]) Sweep() int {
 	return l.sweepAt(evict.Reading(l.clock.Now()))
 }

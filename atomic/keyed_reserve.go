@@ -7,6 +7,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/reservation"
 )
 
 // The keyed token buckets also hand out reservations (admit.KeyedReserver),
@@ -50,7 +51,7 @@ type keyedTokenBucket[C any, PC reserverCell[C, V], V comparable] struct {
 var (
 	_ admit.KeyedReserver = keyedTokenBucket[tbCell, *tbCell, uint64]{}
 	_ admit.KeyedReserver = keyedTokenBucket[tbSnapCell, *tbSnapCell, *kernel.TokenBucketState]{}
-	_ Store               = keyedTokenBucket[tbCell, *tbCell, uint64]{}
+	_ admit.Store         = keyedTokenBucket[tbCell, *tbCell, uint64]{}
 )
 
 // ReserveN implements [admit.KeyedReserver]. Its loop is AllowN's.
@@ -67,15 +68,15 @@ func (l keyedTokenBucket[C, PC, V]) ReserveN(key string, n int, maxWait time.Dur
 			// cell and leaves nothing behind.
 			var s kernel.TokenBucketState
 			if d, ok := l.k.Reserve(&s, now, n, maxWait); !ok || n == 0 {
-				return admit.NewReservation(d, n, 0), ok
+				return reservation.New(d, n, 0), ok
 			}
 			var wait time.Duration
 			if c, wait, ok = l.obtain(key, now); !ok {
-				return admit.NewReservation(wait, n, 0), false // a full store
+				return reservation.New(wait, n, 0), false // a full store
 			}
 		}
 		if d, ok, t, live := reserveHeld[V](l.k, PC(c), unsafe.Pointer(c), now, n, maxWait, pause); live {
-			return admit.NewReservation(d, n, t), ok
+			return reservation.New(d, n, t), ok
 		}
 		// A tombstone: help unlink it, then look the key up again.
 		pause = nil
@@ -91,5 +92,5 @@ func (l keyedTokenBucket[C, PC, V]) CancelReservation(key string, r admit.Reserv
 		return false // evicted as fresh: the reservation was due
 	}
 	now = max(now, time.Duration(l.floor.n.Load()))
-	return cancelHeld[V](l.k, PC(c), unsafe.Pointer(c), r.Ticket(), now)
+	return cancelHeld[V](l.k, PC(c), unsafe.Pointer(c), reservation.Ticket(r), now)
 }

@@ -33,7 +33,7 @@ func TestKeyedReserveMeetsTombstone(t *testing.T) {
 		if evicted != 1 || !ok || r.Delay != 0 {
 			t.Fatalf("window %v: evicted %d, reservation %v %v; want 1, 0 true", window, evicted, r.Delay, ok)
 		}
-		if n := lim.(Store).Len(); n != 1 {
+		if n := lim.(admit.Store).Len(); n != 1 {
 			t.Errorf("window %v: Len = %d after the retry, want 1", window, n)
 		}
 		if d := lim.AllowN("k", 0); d.Remaining != 0 {

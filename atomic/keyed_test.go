@@ -10,6 +10,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/layout"
 )
 
 // TestKeyedLayout pins the padding of the keyed store's shared words and
@@ -18,11 +19,11 @@ import (
 // neighbours.
 func TestKeyedLayout(t *testing.T) {
 	var w paddedInt64
-	if off := unsafe.Offsetof(w.n); off != cacheLinePad {
-		t.Errorf("paddedInt64.n is at offset %d, want %d", off, cacheLinePad)
+	if off := unsafe.Offsetof(w.n); off != layout.CacheLinePad {
+		t.Errorf("paddedInt64.n is at offset %d, want %d", off, layout.CacheLinePad)
 	}
-	if size := unsafe.Sizeof(w); size != 2*cacheLinePad {
-		t.Errorf("paddedInt64 is %d bytes, want %d", size, 2*cacheLinePad)
+	if size := unsafe.Sizeof(w); size != 2*layout.CacheLinePad {
+		t.Errorf("paddedInt64 is %d bytes, want %d", size, 2*layout.CacheLinePad)
 	}
 	for name, size := range map[string]uintptr{
 		"token-bucket":             unsafe.Sizeof(ring[tbCell]{}),
@@ -31,8 +32,8 @@ func TestKeyedLayout(t *testing.T) {
 		"sliding-counter":          unsafe.Sizeof(ring[scCell]{}),
 		"sliding-counter snapshot": unsafe.Sizeof(ring[scSnapCell]{}),
 	} {
-		if size != cacheLinePad {
-			t.Errorf("ring of %s cells is %d bytes, want %d", name, size, cacheLinePad)
+		if size != layout.CacheLinePad {
+			t.Errorf("ring of %s cells is %d bytes, want %d", name, size, layout.CacheLinePad)
 		}
 	}
 }

@@ -30,7 +30,7 @@ func TestSlidingCounterSnapshot(t *testing.T) {
 
 		lim, err := New(rule, admit.WithClock(fake))
 		require.NoError(t, err)
-		store := lim.(Store)
+		store := lim.(admit.Store)
 		require.True(t, lim.AllowN("k", limit).Allowed, "%v: AllowN(k, %d) on a new key", rule, limit)
 		assert.False(t, lim.Allow("k").Allowed, "%v: Allow(k) after AllowN(k, %d)", rule, limit)
 		assert.True(t, lim.Allow("other").Allowed, "%v: another key has its own budget", rule)
@@ -65,7 +65,7 @@ func TestRacingCreationCountsOneKey(t *testing.T) {
 		fake.Set(time.Hour)
 		lim, err := New(rule, admit.WithClock(fake), admit.WithMaxKeys(2), admit.WithShards(1))
 		require.NoError(t, err)
-		store := lim.(Store)
+		store := lim.(admit.Store)
 		require.True(t, lim.Allow("k").Allowed) // the winner creates k
 		require.True(t, lim.(interface{ loseCreationRace(string) bool }).loseCreationRace("k"),
 			"%v: the loser of the race is handed the winner's cell", rule)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/reservation"
 )
 
 // The token buckets implement admit.Reserver, which admit.WaitN uses to pace
@@ -23,21 +24,21 @@ var (
 // ReserveN implements [admit.Reserver].
 func (l *TokenBucket) ReserveN(n int, maxWait time.Duration) (admit.Reservation, bool) {
 	d, ok, t, _ := reserveHeld[uint64](&l.k, &l.c, unsafe.Pointer(&l.c), l.clock.Now(), n, maxWait, nil)
-	return admit.NewReservation(d, n, t), ok
+	return reservation.New(d, n, t), ok
 }
 
 // CancelReservation implements [admit.Reserver].
 func (l *TokenBucket) CancelReservation(r admit.Reservation) bool {
-	return cancelHeld[uint64](&l.k, &l.c, unsafe.Pointer(&l.c), r.Ticket(), l.clock.Now())
+	return cancelHeld[uint64](&l.k, &l.c, unsafe.Pointer(&l.c), reservation.Ticket(r), l.clock.Now())
 }
 
 // ReserveN implements [admit.Reserver].
 func (l *TokenBucketSnapshot) ReserveN(n int, maxWait time.Duration) (admit.Reservation, bool) {
 	d, ok, t, _ := reserveHeld[*kernel.TokenBucketState](&l.k, &l.c, unsafe.Pointer(&l.c), l.clock.Now(), n, maxWait, nil)
-	return admit.NewReservation(d, n, t), ok
+	return reservation.New(d, n, t), ok
 }
 
 // CancelReservation implements [admit.Reserver].
 func (l *TokenBucketSnapshot) CancelReservation(r admit.Reservation) bool {
-	return cancelHeld[*kernel.TokenBucketState](&l.k, &l.c, unsafe.Pointer(&l.c), r.Ticket(), l.clock.Now())
+	return cancelHeld[*kernel.TokenBucketState](&l.k, &l.c, unsafe.Pointer(&l.c), reservation.Ticket(r), l.clock.Now())
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/plumb"
 )
 
 // tbCell is one key's token bucket packed in one word: the single-key
@@ -281,7 +282,11 @@ type TokenBucket struct {
 	c     tbCell
 	k     tbKernel
 	clock clock.Clock
+	rule  admit.Rule
 }
+
+// Rule returns the rule the limiter enforces.
+func (l *TokenBucket) Rule() admit.Rule { return l.rule }
 
 // NewTokenBucket returns a packed token bucket for rule. It returns an error
 // wrapping [admit.ErrInvalidRule] for an invalid or non-token-bucket rule, and
@@ -295,7 +300,7 @@ func NewTokenBucket(rule admit.Rule, opts ...admit.Option) (*TokenBucket, error)
 		return nil, fmt.Errorf("atomic: %w: %v emits a token every %d/%d ns, not a whole number of nanoseconds, so its state does not fit one word; use NewTokenBucketSnapshot",
 			admit.ErrUnsupported, rule, int64(rule.Window), rule.Limit)
 	}
-	return &TokenBucket{k: *newTBKernel(&k, 1), clock: set.Clock}, nil
+	return &TokenBucket{k: *newTBKernel(&k, 1), clock: set.Clock, rule: rule}, nil
 }
 
 // Allow is AllowN(1).
@@ -322,7 +327,11 @@ type TokenBucketSnapshot struct {
 	c     tbSnapCell
 	k     tbKernel
 	clock clock.Clock
+	rule  admit.Rule
 }
+
+// Rule returns the rule the limiter enforces.
+func (l *TokenBucketSnapshot) Rule() admit.Rule { return l.rule }
 
 // NewTokenBucketSnapshot returns a snapshot token bucket for rule. It returns an
 // error wrapping [admit.ErrInvalidRule] for an invalid or non-token-bucket rule.
@@ -331,7 +340,7 @@ func NewTokenBucketSnapshot(rule admit.Rule, opts ...admit.Option) (*TokenBucket
 	if err != nil {
 		return nil, err
 	}
-	return &TokenBucketSnapshot{k: *newTBKernel(&k, 1), clock: set.Clock}, nil
+	return &TokenBucketSnapshot{k: *newTBKernel(&k, 1), clock: set.Clock, rule: rule}, nil
 }
 
 // Allow is AllowN(1).
@@ -348,13 +357,13 @@ func (l *TokenBucketSnapshot) AllowN(n int) (d admit.Decision) {
 	return d
 }
 
-func tokenBucket(rule admit.Rule, opts []admit.Option) (kernel.TokenBucket, admit.Settings, error) {
+func tokenBucket(rule admit.Rule, opts []admit.Option) (kernel.TokenBucket, plumb.Settings, error) {
 	if rule.Algorithm != admit.TokenBucket && rule.Validate() == nil {
-		return kernel.TokenBucket{}, admit.Settings{}, wrongAlgorithm(rule, "NewTokenBucket", admit.TokenBucket)
+		return kernel.TokenBucket{}, plumb.Settings{}, wrongAlgorithm(rule, "NewTokenBucket", admit.TokenBucket)
 	}
 	set, err := settings(rule, opts)
 	if err != nil {
-		return kernel.TokenBucket{}, admit.Settings{}, err
+		return kernel.TokenBucket{}, plumb.Settings{}, err
 	}
 	return *kernel.NewTokenBucket(rule), set, nil
 }

@@ -145,7 +145,11 @@ type FixedWindow struct {
 	c     fwCell
 	codec *fwCodec
 	clock clock.Clock
+	rule  admit.Rule
 }
+
+// Rule returns the rule the limiter enforces.
+func (l *FixedWindow) Rule() admit.Rule { return l.rule }
 
 // NewFixedWindow returns a packed fixed window for rule. It returns an error
 // wrapping [admit.ErrInvalidRule] for an invalid or non-fixed-window rule.
@@ -157,7 +161,7 @@ func NewFixedWindow(rule admit.Rule, opts ...admit.Option) (*FixedWindow, error)
 	if err != nil {
 		return nil, err
 	}
-	return &FixedWindow{codec: newFWCodec(rule), clock: set.Clock}, nil
+	return &FixedWindow{codec: newFWCodec(rule), clock: set.Clock, rule: rule}, nil
 }
 
 // Allow is AllowN(1).
@@ -365,7 +369,10 @@ type slidingCounter struct {
 	c     scCell
 	codec *scCodec
 	clock clock.Clock
+	rule  admit.Rule
 }
+
+func (l *slidingCounter) Rule() admit.Rule { return l.rule }
 
 func (l *slidingCounter) Allow() admit.Decision { return l.AllowN(1) }
 
@@ -382,7 +389,10 @@ type slidingCounterSnapshot struct {
 	c     scSnapCell
 	k     *kernel.SlidingCounter
 	clock clock.Clock
+	rule  admit.Rule
 }
+
+func (l *slidingCounterSnapshot) Rule() admit.Rule { return l.rule }
 
 func (l *slidingCounterSnapshot) Allow() admit.Decision { return l.AllowN(1) }
 

@@ -332,8 +332,8 @@ api./login = fixed-window,1000000000,1s
 // BenchmarkPolicy measures policy.Service.Check: pairs=1 is one (user, API)
 // pair shared by every goroutine, pairs=1000 spreads the calls over 1,000
 // users of one API, uniform. impl is the variant building the Service's
-// limiters: policy-default (the Service's own choice), policy-locked and
-// policy-atomic (WithFactory).
+// limiters: policy-default (the Service's own choice, sharded),
+// policy-locked and policy-atomic (policy.WithFactory).
 func BenchmarkPolicy(b *testing.B) {
 	book, err := policy.Parse(strings.NewReader(policyBook))
 	if err != nil {
@@ -344,8 +344,8 @@ func BenchmarkPolicy(b *testing.B) {
 		opts []admit.Option
 	}{
 		{"policy-default", nil},
-		{"policy-locked", []admit.Option{admit.WithFactory(locked.New)}},
-		{"policy-atomic", []admit.Option{admit.WithFactory(admitatomic.New)}},
+		{"policy-locked", []admit.Option{policy.WithFactory(locked.New)}},
+		{"policy-atomic", []admit.Option{policy.WithFactory(admitatomic.New)}},
 	}
 	for _, nkeys := range []int{1, 1000} {
 		w := KeyedWorkload(nkeys, Uniform)

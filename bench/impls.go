@@ -11,6 +11,7 @@ import (
 	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/locked"
+	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/sharded"
 )
 
@@ -232,7 +233,7 @@ type admitForm struct {
 	rule   admit.Rule
 	deny   admit.Rule
 	single func(admit.Rule, ...admit.Option) (admit.Limiter, error)
-	keyed  admit.Factory
+	keyed  policy.Factory
 	churn  admit.Rule // keyed rule under Churn, when it differs from rule
 	steady admit.Rule // keyed rule under Steady; zero: the form does not run Steady workloads
 	memory admit.Rule // keyed rule under Memory; zero: steady
@@ -328,7 +329,7 @@ func (f admitForm) keyedRow(c admitClock) KeyedRow {
 // turn on idle-key eviction for an Env: the row then Evicts. A variant that
 // arrives later (the sharded store) is one more call of this function in
 // Keyeds.
-func admitKeyed(impl string, algo admit.Algorithm, factory admit.Factory, rule func(Mode, Use) admit.Rule, opts []admit.Option, evict func(Env) []admit.Option) KeyedRow {
+func admitKeyed(impl string, algo admit.Algorithm, factory policy.Factory, rule func(Mode, Use) admit.Rule, opts []admit.Option, evict func(Env) []admit.Option) KeyedRow {
 	return KeyedRow{
 		Impl: impl, Algo: algo.String(), Family: FamilyAdmit, Evicts: evict != nil,
 		New: func(env Env) (Keyed, func(), error) {

@@ -3,9 +3,9 @@
 // stand with the standard headers.
 //
 //	rule, _ := admit.ParseRule("token-bucket,100,1m")
-//	lim, err := locked.New(rule)
+//	lim, err := sharded.New(rule) // many keys: sharded (see package admit, "Variants")
 //	if err != nil { ... }
-//	mw, err := httplimit.New(lim, httplimit.WithPolicy("default", rule))
+//	mw, err := httplimit.New(lim) // RateLimit-Policy from lim.Rule()
 //	if err != nil { ... }
 //	http.ListenAndServe(addr, mw.Handler(mux))
 //

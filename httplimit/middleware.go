@@ -43,8 +43,10 @@ type bookQuotas struct {
 
 // New returns a Middleware that limits requests with lim, one budget per key
 // (the client IP unless an option says otherwise). The quota is named
-// "default"; [WithPolicy] names it and gives its rule for the RateLimit-Policy
-// field.
+// "default"; its rule, for the RateLimit-Policy field, is the limiter's own
+// when it has a Rule method (every store of packages atomic, locked and
+// sharded has one, [admit.Store]). [WithPolicy] names the quota and gives
+// its rule, for a limiter without one or to override it.
 //
 // A nil lim, a bad option and options that do not apply to a KeyedLimiter
 // ([WithAPI]) are errors wrapping [admit.ErrInvalidOption].
@@ -60,11 +62,15 @@ func New(lim admit.KeyedLimiter, opts ...Option) (*Middleware, error) {
 		return nil, invalid("WithAPI applies to ForService; a KeyedLimiter has one budget per key, whatever the API")
 	}
 	m.lim = lim
-	name := m.cfg.policyName
+	name, rule := m.cfg.policyName, m.cfg.policyRule
 	if name == "" {
 		name = "default"
 	}
-	m.quota = newQuota(name, m.cfg.policyRule)
+	if r, ok := lim.(interface{ Rule() admit.Rule }); ok && rule == nil {
+		rr := r.Rule()
+		rule = &rr
+	}
+	m.quota = newQuota(name, rule)
 	return m, nil
 }
 

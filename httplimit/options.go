@@ -246,7 +246,9 @@ func WithLegacyHeaders() Option {
 // rule its limiter enforces, for the RateLimit-Policy field:
 // WithPolicy("default", rule) sends `RateLimit-Policy: "default";q=100;w=60`
 // for a rule of 100 per minute. Without it the quota is named "default" and
-// RateLimit-Policy is left out, since a KeyedLimiter does not say its window.
+// its rule is the limiter's Rule(), if it has that method (every store of
+// packages atomic, locked and sharded does); otherwise RateLimit-Policy is
+// left out, since a plain KeyedLimiter does not say its window.
 //
 // name is 1 to 64 printable ASCII characters; rule must be valid. It is an
 // error with [ForService], whose rule book names its quotas.

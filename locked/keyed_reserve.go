@@ -5,6 +5,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/reservation"
 )
 
 // keyedTokenBucket is the keyed token bucket, which also hands out
@@ -65,10 +66,10 @@ func (l keyedTokenBucket) ReserveN(key string, n int, maxWait time.Duration) (ad
 	s := new(kernel.TokenBucketState)
 	probe := *s
 	if d, ok := l.k.Reserve(&probe, now, n, maxWait); !ok || n == 0 { // takes nothing: nothing to store
-		return admit.NewReservation(d, n, 0), ok
+		return reservation.New(d, n, 0), ok
 	}
 	if wait, ok := l.add(st, key, s, now); !ok {
-		return admit.NewReservation(wait, n, 0), false // a full store
+		return reservation.New(wait, n, 0), false // a full store
 	}
 	return l.reserve(st, s, now, n, maxWait)
 }
@@ -90,7 +91,7 @@ func (l keyedTokenBucket) reserve(st *stripe[kernel.TokenBucketState], s *kernel
 	case had:
 		delete(st.holds, s)
 	}
-	return admit.NewReservation(d, n, t), ok
+	return reservation.New(d, n, t), ok
 }
 
 // stateAt is PruneHolds's view of a hold's key: its state, which outlives
@@ -113,7 +114,7 @@ func (l keyedTokenBucket) CancelReservation(key string, r admit.Reservation) boo
 	if s == nil || !held {
 		return false
 	}
-	ok, drop := l.k.CancelHold(s, &h, r.Ticket(), max(now, st.floor))
+	ok, drop := l.k.CancelHold(s, &h, reservation.Ticket(r), max(now, st.floor))
 	if drop {
 		delete(st.holds, s)
 	} else {

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/layout"
 )
 
 // TestStripeSize pins the padding: a stripe fills exactly one 128-byte pair of
@@ -17,8 +18,8 @@ func TestStripeSize(t *testing.T) {
 		"sliding-counter": unsafe.Sizeof(stripe[kernel.SlidingCounterState]{}),
 	}
 	for name, size := range sizes {
-		if size != cacheLinePad {
-			t.Errorf("stripe for %s is %d bytes, want %d", name, size, cacheLinePad)
+		if size != layout.CacheLinePad {
+			t.Errorf("stripe for %s is %d bytes, want %d", name, size, layout.CacheLinePad)
 		}
 	}
 }

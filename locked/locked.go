@@ -1,34 +1,18 @@
-// Package locked is admit's reference variant: each algorithm's kernel run under
-// a mutex. It is simple enough to be obviously correct, which is its job: the
-// lock-free variant and the sharded store are checked against it.
-//
-// Pick locked when you want the sliding log with a small sharded footprint,
-// when contention on any one key is high enough that CAS retries would spin
-// (a mutex parks waiters instead), or simply when you value the plainest code
-// over the last nanoseconds. For the hottest single keys, package atomic is
-// faster; for millions of keys, package sharded stores them in less memory.
+// Package locked is admit's plainest variant: each algorithm's kernel run
+// under a mutex, for one key ([NewLimiter]) or many ([New], keys striped over
+// padded mutexes). Pick it for the sliding log on one key (package atomic has
+// no sliding log), for the simplest code to read, or as an oracle in your own
+// tests; for one key of the other algorithms pick package atomic, and for
+// many keys package sharded. All three give the same decisions for the same
+// calls.
 //
 // A keyed limiter spreads its keys over 2^k stripes ([admit.WithShards],
-// default [admit.DefaultShards]), each a mutex and a map of that stripe's
-// keys, chosen by a per-limiter seeded hash (hash/maphash) of the key, so
-// attacker-chosen keys cannot be aimed at one stripe. Two keys contend only
-// when they share a stripe; no lock is ever shared by all keys (unless you
-// ask for one stripe).
-//
-// A keyed limiter evicts idle keys, and only idle keys: a key whose state is
-// equivalent to a fresh key's (kernel.Fresh), so eviction changes no
-// decision. A call that stores a new key examines a few keys of its stripe
-// (once the stripe holds 64) and evicts the idle ones; [Store.Sweep] evicts
-// every idle key at once; a stripe's map is rebuilt when it shrinks to a
-// quarter of its peak. Every call does its whole work, eviction included,
-// under its stripe's lock, so an eviction can never pull a state from under a
-// call in flight. [admit.WithMaxKeys] bounds the number of keys, with the
-// full-store policy of package sharded; docs/keyed-stores.md has the details
-// and the proof that no decision changes, including for calls whose clock
-// reading went stale while they waited for the lock.
-//
-// Every limiter here reads its clock once per call, before taking the lock, and
-// is safe for concurrent use.
+// default [admit.DefaultShards]) by a hash seeded per limiter, so
+// attacker-chosen keys cannot be aimed at one stripe; no lock is shared by
+// all keys. It evicts a key only when its state is equivalent to a fresh
+// key's, so eviction changes no decision, and [admit.WithMaxKeys] bounds its
+// keys (docs/keyed-stores.md). Every limiter here reads its clock once per
+// call and is safe for concurrent use.
 package locked
 
 import (
@@ -47,42 +31,21 @@ import (
 	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/layout"
+	"github.com/admit-go/admit/internal/plumb"
 )
-
-// Store is the keyed limiter [New] returns, with the controls of its store.
-// New's result type is admit.KeyedLimiter, so that New is an [admit.Factory];
-// assert it to reach these methods:
-//
-//	store := lim.(locked.Store)
-type Store interface {
-	admit.KeyedLimiter
-
-	// Len returns the number of keys stored now. It takes each stripe's
-	// lock in turn, so under concurrent calls it may not include all of the
-	// latest insertions and evictions.
-	Len() int
-
-	// Sweep evicts every key that is idle now (its state equivalent to a
-	// fresh key's at the clock's reading minus the slack of 100ms) and
-	// rebuilds the maps it shrinks, one stripe at a time; it returns the
-	// number of keys it evicted. It costs time in proportion to the keys
-	// stored and holds each stripe's lock while it sweeps that stripe. Calls
-	// need not sweep: it is for owners who want memory back while no new
-	// keys arrive.
-	Sweep() int
-}
 
 // New returns a keyed limiter enforcing rule independently for every key. It
 // supports all four algorithms, and the options [admit.WithShards] (the number
 // of lock stripes), [admit.WithMaxKeys] and [admit.WithClock]; it returns an
 // error wrapping [admit.ErrUnsupported] for [admit.WithHashedKeys] (package
 // sharded has it). Other errors wrap [admit.ErrInvalidRule] or
-// [admit.ErrInvalidOption]. The limiter is always a [Store].
+// [admit.ErrInvalidOption]. The limiter is always a [admit.Store].
 func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
 	if err := rule.Validate(); err != nil {
 		return nil, fmt.Errorf("locked: %w", err)
 	}
-	set, err := admit.NewSettings(opts...)
+	set, err := plumb.ResolveLimiter("locked", opts)
 	if err != nil {
 		return nil, fmt.Errorf("locked: %w", err)
 	}
@@ -110,7 +73,7 @@ func NewLimiter(rule admit.Rule, opts ...admit.Option) (admit.Limiter, error) {
 	if err := rule.Validate(); err != nil {
 		return nil, fmt.Errorf("locked: %w", err)
 	}
-	set, err := admit.NewSettings(opts...)
+	set, err := plumb.ResolveLimiter("locked", opts)
 	if err != nil {
 		return nil, fmt.Errorf("locked: %w", err)
 	}
@@ -119,13 +82,13 @@ func NewLimiter(rule admit.Rule, opts ...admit.Option) (admit.Limiter, error) {
 	}
 	switch rule.Algorithm {
 	case admit.TokenBucket:
-		return &tokenBucket{single: single[kernel.TokenBucketState, *kernel.TokenBucket]{k: kernel.NewTokenBucket(rule), clock: set.Clock}}, nil
+		return &tokenBucket{single: single[kernel.TokenBucketState, *kernel.TokenBucket]{k: kernel.NewTokenBucket(rule), clock: set.Clock, rule: rule}}, nil
 	case admit.FixedWindow:
-		return &single[kernel.FixedWindowState, *kernel.FixedWindow]{k: kernel.NewFixedWindow(rule), clock: set.Clock}, nil
+		return &single[kernel.FixedWindowState, *kernel.FixedWindow]{k: kernel.NewFixedWindow(rule), clock: set.Clock, rule: rule}, nil
 	case admit.SlidingLog:
-		return &single[kernel.Log, *kernel.SlidingLog]{k: kernel.NewSlidingLog(rule), clock: set.Clock}, nil
+		return &single[kernel.Log, *kernel.SlidingLog]{k: kernel.NewSlidingLog(rule), clock: set.Clock, rule: rule}, nil
 	default:
-		return &single[kernel.SlidingCounterState, *kernel.SlidingCounter]{k: kernel.NewSlidingCounter(rule), clock: set.Clock}, nil
+		return &single[kernel.SlidingCounterState, *kernel.SlidingCounter]{k: kernel.NewSlidingCounter(rule), clock: set.Clock, rule: rule}, nil
 	}
 }
 
@@ -135,7 +98,11 @@ type single[S any, K kernel.Kernel[S]] struct {
 	state S // guarded by mu
 	k     K
 	clock clock.Clock
+	rule  admit.Rule
 }
+
+// Rule returns the rule the limiter enforces.
+func (l *single[S, K]) Rule() admit.Rule { return l.rule }
 
 func (l *single[S, K]) Allow() admit.Decision { return l.AllowN(1) }
 
@@ -145,12 +112,6 @@ func (l *single[S, K]) AllowN(n int) admit.Decision {
 	defer l.mu.Unlock()
 	return l.k.Allow(&l.state, now, n)
 }
-
-// cacheLinePad is the size stripes are padded to. 128, not 64: Intel's
-// adjacent-line prefetcher fetches 64-byte lines in pairs, so two stripes that
-// share a 128-byte pair still slow each other down; 128 is also the line size
-// of Apple's arm64 cores.
-const cacheLinePad = 128
 
 // stripeFields mirrors the fields of stripe, whose size cannot be taken in a
 // constant expression because stripe is generic. TestStripeSize pins the two
@@ -184,12 +145,13 @@ type stripe[S any] struct {
 	// one). Calls of a stripe that never had a hold pay one comparison.
 	holds map[*S]kernel.Hold
 
-	_ [cacheLinePad - unsafe.Sizeof(stripeFields{})]byte
+	_ [layout.CacheLinePad - unsafe.Sizeof(stripeFields{})]byte
 }
 
 // keyed spreads keys over striped locks.
 type keyed[S any, K kernel.Kernel[S]] struct {
 	k       K
+	rule    admit.Rule
 	clock   clock.Clock
 	seed    maphash.Seed
 	shift   uint          // a hash's stripe is hash >> shift (64 for one stripe: 0)
@@ -205,20 +167,18 @@ type keyed[S any, K kernel.Kernel[S]] struct {
 	pause atomic.Pointer[func()]
 }
 
-func newKeyed[S any, K kernel.Kernel[S]](k K, rule admit.Rule, set admit.Settings) *keyed[S, K] {
+func newKeyed[S any, K kernel.Kernel[S]](k K, rule admit.Rule, set plumb.Settings) *keyed[S, K] {
 	n := set.ShardCount()
 	l := &keyed[S, K]{
 		k:       k,
+		rule:    rule,
 		clock:   set.Clock,
 		seed:    maphash.MakeSeed(),
 		shift:   uint(64 - bits.TrailingZeros(uint(n))),
 		limit:   rule.Limit,
 		maxKeys: int64(set.MaxKeys),
-		horizon: rule.Window,
+		horizon: evict.Horizon(rule),
 		stripes: make([]stripe[S], n),
-	}
-	if rule.Algorithm == admit.SlidingCounter {
-		l.horizon = evict.AddSat(rule.Window, rule.Window) // both windows must roll out
 	}
 	for i := range l.stripes {
 		l.stripes[i].m = make(map[string]*S)
@@ -228,6 +188,9 @@ func newKeyed[S any, K kernel.Kernel[S]](k K, rule admit.Rule, set admit.Setting
 }
 
 func (l *keyed[S, K]) Allow(key string) admit.Decision { return l.AllowN(key, 1) }
+
+// Rule implements [admit.Store].
+func (l *keyed[S, K]) Rule() admit.Rule { return l.rule }
 
 func (l *keyed[S, K]) AllowN(key string, n int) admit.Decision {
 	now := l.clock.Now()
@@ -298,7 +261,7 @@ func (l *keyed[S, K]) reserve() bool {
 	return l.keys.Reserve(l.maxKeys)
 }
 
-// Len implements [Store].
+// Len implements [admit.Store].
 func (l *keyed[S, K]) Len() int {
 	total := 0
 	for i := range l.stripes {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/reservation"
 )
 
 // tokenBucket is the single-key token bucket, which also hands out
@@ -35,7 +36,7 @@ func (l *tokenBucket) ReserveN(n int, maxWait time.Duration) (admit.Reservation,
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	d, ok, t := l.k.ReserveHold(&l.state, &l.hold, now, n, maxWait)
-	return admit.NewReservation(d, n, t), ok
+	return reservation.New(d, n, t), ok
 }
 
 // CancelReservation implements [admit.Reserver].
@@ -43,7 +44,7 @@ func (l *tokenBucket) CancelReservation(r admit.Reservation) bool {
 	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ok, drop := l.k.CancelHold(&l.state, &l.hold, r.Ticket(), now)
+	ok, drop := l.k.CancelHold(&l.state, &l.hold, reservation.Ticket(r), now)
 	if drop {
 		l.hold = kernel.Hold{}
 	}

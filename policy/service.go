@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/admit-go/admit"
-	admitatomic "github.com/admit-go/admit/atomic"
-	"github.com/admit-go/admit/locked"
+	"github.com/admit-go/admit/internal/plumb"
+	"github.com/admit-go/admit/sharded"
 )
 
 // Service applies a [Book] to requests: [Service.Check] admits or denies a
@@ -22,23 +22,23 @@ import (
 //
 // A Service is safe for concurrent use. Check on a pair it has seen before
 // allocates nothing and takes no lock shared by all pairs: it reads an atomic
-// snapshot and lock-free maps, then the pair's limiter decides (a CAS with the
-// default atomic variant, a striped mutex for a sliding log). [Service.Reload] swaps
-// in a new book atomically while Checks go on.
+// snapshot and lock-free maps, then the pair's limiter decides (under one
+// shard's mutex with the default, sharded). [Service.Reload] swaps in a new
+// book atomically while Checks go on.
 //
 // # Memory
 //
 // Budgets are created on first use and kept for the life of the Service (or
 // until a Reload drops their rule): one keyed limiter per (rule, API) in use,
-// holding one state per user. An API costs one empty keyed limiter: about
-// 6 KiB with the default atomic variant and 3.7 KiB with the locked one at
-// GOMAXPROCS=2 (both grow with GOMAXPROCS, through their padded stripes); a
-// pair costs its user name's copy, its state and its share of the keyed
-// limiter, about 105 bytes with 12-byte names for every algorithm but the
-// sliding log, which costs about 100 bytes plus 8 per unit of Limit
-// (measured by BenchmarkPairBytes). The limiters drop idle pairs as they go
-// (a pair whose state equals a fresh one's, so no decision changes), but a
-// limiter, once built for an API, stays. API names come from requests: pass
+// holding one state per user. An API costs one keyed limiter: about 3.9 KiB
+// with the default, sharded, at GOMAXPROCS=2 (it grows with GOMAXPROCS,
+// through its padded shards); a pair costs its user name's copy, its state
+// and its share of the keyed limiter: with 12-byte names about 51 bytes for a
+// token bucket, 68 for a fixed window, 79 for a sliding counter, and about
+// 100 bytes plus 8 per unit of Limit for a sliding log (measured by
+// BenchmarkPairBytes). The limiters drop idle pairs as they go (a pair whose
+// state equals a fresh one's, so no decision changes), but a limiter, once
+// built for an API, stays. API names come from requests: pass
 // the route ("/users/{id}"), not the raw path, or every distinct path that
 // reaches Check costs a limiter, and keep names that are not routes away from
 // Check. See docs/configuration.md.
@@ -51,21 +51,34 @@ type Service struct {
 // builder makes the keyed limiters of a Service. It is immutable after
 // NewService.
 type builder struct {
-	factory admit.Factory  // from WithFactory; nil: defaultFactory
-	opts    []admit.Option // passed on to the factory, WithFactory included
+	factory Factory        // from WithFactory; nil: defaultFactory
+	opts    []admit.Option // passed on to the factory: the caller's, less WithFactory
 }
 
-// defaultFactory is the variant a Service uses for rules of an algorithm when
-// no [admit.WithFactory] option chooses one: the fastest that supports it.
-// Measured with make bench (docs/benchmarks.md), the atomic keyed store beats
-// the locked one on the sizes a Service's per-API limiters have (1,000 keys:
-// 130 against 168 ns per token-bucket Allow); the sliding log is locked's.
-func defaultFactory(alg admit.Algorithm) admit.Factory {
-	if alg == admit.SlidingLog {
-		return locked.New
-	}
-	return admitatomic.New
+// Factory builds a keyed limiter for a rule: the New function of a variant
+// package, such as sharded.New or locked.New.
+type Factory func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error)
+
+// WithFactory makes [NewService] build its limiters with f, for example
+// WithFactory(locked.New), instead of the default, sharded.New. It is an
+// option of NewService only: the variants' own constructors build one
+// limiter each and refuse it with an error wrapping [admit.ErrUnsupported].
+func WithFactory(f Factory) admit.Option {
+	return plumb.NewOption(func(s *plumb.Settings) error {
+		if f == nil {
+			return fmt.Errorf("%w: WithFactory(nil); pass a variant's New, such as sharded.New or locked.New", admit.ErrInvalidOption)
+		}
+		s.Factory = f
+		return nil
+	}).(admit.Option)
 }
+
+// defaultFactory is the variant a Service uses when no [WithFactory] option
+// chooses one: sharded.New, the keyed store for many keys (a Service keeps
+// one budget per user of each API), for every algorithm. It holds states
+// inline, so a Check allocates nothing for any rule, and it has the fewest
+// bytes per key (docs/design.md, "Which package to import").
+func defaultFactory(admit.Algorithm) Factory { return sharded.New }
 
 // newLimiter builds a keyed limiter for r.
 func (b *builder) newLimiter(r admit.Rule) (admit.KeyedLimiter, error) {
@@ -147,23 +160,29 @@ func (g *group) allowNSlow(api, user string, n int) admit.Decision {
 // a limiter for every rule of the book up front, so a rule or an option its
 // variant rejects fails here, not at the first request.
 //
-// The limiters are built by the factory given with [admit.WithFactory], such
-// as WithFactory(locked.New); without one, by the variant the package picks
-// for each algorithm: atomic ([admitatomic.New]) for the token bucket, the
-// fixed window and the sliding counter, locked ([locked.New]) for the sliding
-// log, which atomic does not support. Every option is passed on to the
-// factory: WithClock(fake) makes every limiter read the fake clock. A nil
-// book, a book without a default rule (the zero Book), an invalid option and
-// a factory error are errors.
+// The limiters are built by the factory given with [WithFactory], such as
+// WithFactory(locked.New); without one, by [sharded.New], for every
+// algorithm. Every other option is passed on to the factory: WithClock(fake)
+// makes every limiter read the fake clock. A nil book, a book without a
+// default rule (the zero Book), an invalid option and a factory error are
+// errors.
 func NewService(book *Book, opts ...admit.Option) (*Service, error) {
 	if book == nil {
 		return nil, errors.New("policy: NewService(nil): want a *Book from Parse, ParseJSON or Load")
 	}
-	set, err := admit.NewSettings(opts...)
+	set, err := plumb.Resolve(opts)
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
-	s := &Service{build: builder{factory: set.Factory, opts: slices.Clone(opts)}}
+	factory, _ := set.Factory.(Factory)
+	passed := opts
+	if factory != nil {
+		// The factory's limiters get every other option as resolved, and
+		// not the factory, which they would refuse.
+		set.Factory = nil
+		passed = []admit.Option{plumb.NewOption(func(s *plumb.Settings) error { *s = set; return nil }).(admit.Option)}
+	}
+	s := &Service{build: builder{factory: factory, opts: slices.Clone(passed)}}
 	snap, err := s.compile(book, nil)
 	if err != nil {
 		return nil, err

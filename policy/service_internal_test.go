@@ -12,15 +12,15 @@ import (
 )
 
 // TestDefaultFactory pins the variant a Service builds for each algorithm
-// when no WithFactory option chooses one, which NewService's doc and
-// docs/configuration.md state: atomic wherever it supports the algorithm,
-// locked for the sliding log.
+// when no WithFactory option chooses one, which NewService's doc,
+// docs/design.md and docs/configuration.md state: sharded, for every
+// algorithm.
 func TestDefaultFactory(t *testing.T) {
 	for alg, want := range map[admit.Algorithm]string{
-		admit.TokenBucket:    "github.com/admit-go/admit/atomic",
-		admit.FixedWindow:    "github.com/admit-go/admit/atomic",
-		admit.SlidingCounter: "github.com/admit-go/admit/atomic",
-		admit.SlidingLog:     "github.com/admit-go/admit/locked",
+		admit.TokenBucket:    "github.com/admit-go/admit/sharded",
+		admit.FixedWindow:    "github.com/admit-go/admit/sharded",
+		admit.SlidingCounter: "github.com/admit-go/admit/sharded",
+		admit.SlidingLog:     "github.com/admit-go/admit/sharded",
 	} {
 		rule := admit.Rule{Algorithm: alg, Limit: 10, Window: time.Minute}
 		lim, err := defaultFactory(alg)(rule)

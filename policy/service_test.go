@@ -178,6 +178,14 @@ func TestServiceCheckAllocs(t *testing.T) {
 		allocs := testing.AllocsPerRun(1000, func() { s.Check(user, api) })
 		assert.Zero(t, allocs, "Check(%q, %q) on an existing pair", user, api)
 	}
+	// Every rule, packed or not: the default store keeps states inline.
+	for _, rule := range []string{"token-bucket,3,10s", "token-bucket,1000000,1h", "fixed-window,5,10s", "sliding-counter,70000,1h", "sliding-counter,10,1s", "sliding-log,5,10s"} {
+		s := service(t, parse(t, "default = "+rule), admit.WithClock(clock.NewFake()))
+		user := strings.Clone("alice")
+		s.Check(user, "/orders")
+		allocs := testing.AllocsPerRun(1000, func() { s.CheckN(user, "/orders", 0); s.Check(user, "/orders") })
+		assert.Zero(t, allocs, "%s: Check on an existing pair", rule)
+	}
 }
 
 // factory records the rules it is asked to build and fails for those fail
@@ -214,7 +222,7 @@ func TestNewServiceBuildsEveryRuleUpFront(t *testing.T) {
 	f := &factory{}
 	book := parse(t, "default = token-bucket,5,10\napi./login = fixed-window,2,10\napi./pay = fixed-window,2,10\nuser.vip-1 = token-bucket,8,10\nuser.vip-2 = token-bucket,8,10\n")
 	fake := clock.NewFake()
-	s := service(t, book, admit.WithFactory(f.New), admit.WithClock(fake))
+	s := service(t, book, policy.WithFactory(f.New), admit.WithClock(fake))
 	// One limiter for each API rule, one to prove each other rule.
 	assert.ElementsMatch(t, []string{"fixed-window,2,10s", "fixed-window,2,10s", "token-bucket,5,10s", "token-bucket,8,10s"}, f.rules())
 	// The other options reach the factory: the limiters read the fake clock.
@@ -245,13 +253,13 @@ func TestNewServiceErrors(t *testing.T) {
 		{"token-bucket,8,10s", "policy: building the limiter of user.vip-1 = token-bucket,8,10s: factory says no"},
 	} {
 		f := &factory{fail: func(r admit.Rule) bool { return r.String() == tc.fail }}
-		_, err = policy.NewService(book, admit.WithFactory(f.New))
+		_, err = policy.NewService(book, policy.WithFactory(f.New))
 		assert.ErrorIs(t, err, errFactory)
 		assert.EqualError(t, err, tc.msg)
 	}
 
 	// A factory that returns neither a limiter nor an error.
-	_, err = policy.NewService(book, admit.WithFactory(func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error) { return nil, nil }))
+	_, err = policy.NewService(book, policy.WithFactory(func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error) { return nil, nil }))
 	assert.EqualError(t, err, "policy: building the limiter of api./login = fixed-window,2,10s: the factory returned a nil limiter and no error")
 
 	// The variant's own errors surface as they are.
@@ -261,7 +269,7 @@ func TestNewServiceErrors(t *testing.T) {
 		}
 		return locked.New(r, opts...)
 	}
-	_, err = policy.NewService(parse(t, "default = token-bucket,5,10\nuser.x = sliding-log,5,10"), admit.WithFactory(unsupported))
+	_, err = policy.NewService(parse(t, "default = token-bucket,5,10\nuser.x = sliding-log,5,10"), policy.WithFactory(unsupported))
 	assert.ErrorIs(t, err, admit.ErrUnsupported)
 }
 
@@ -271,7 +279,7 @@ func TestNewServiceErrors(t *testing.T) {
 func TestServiceLateFactoryFailure(t *testing.T) {
 	var broken atomic.Bool
 	f := &factory{fail: func(admit.Rule) bool { return broken.Load() }}
-	s := service(t, parse(t, "default = token-bucket,5,10"), admit.WithFactory(f.New), admit.WithClock(clock.NewFake()))
+	s := service(t, parse(t, "default = token-bucket,5,10"), policy.WithFactory(f.New), admit.WithClock(clock.NewFake()))
 	broken.Store(true)
 	assert.Equal(t, admit.Decision{Limit: 5, RetryAfter: 10 * time.Second}, s.Check("alice", "/orders"))
 	broken.Store(false)
@@ -346,7 +354,7 @@ func TestReloadRejectsBadBooks(t *testing.T) {
 	fake := clock.NewFake()
 	var failPay atomic.Bool
 	f := &factory{fail: func(r admit.Rule) bool { return failPay.Load() && r.Limit == 4 }}
-	s := service(t, parse(t, seedConfig), admit.WithClock(fake), admit.WithFactory(f.New))
+	s := service(t, parse(t, seedConfig), admit.WithClock(fake), policy.WithFactory(f.New))
 	for range 5 {
 		s.Check("alice", "/orders")
 	}

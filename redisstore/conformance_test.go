@@ -12,6 +12,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/conformance"
+	"github.com/admit-go/admit/internal/plumb"
 	"github.com/admit-go/admit/internal/redistest"
 	"github.com/admit-go/admit/redisstore"
 )
@@ -35,7 +36,7 @@ func freshPrefix(name string) redisstore.Option {
 // TestConformance runs the suite every local variant passes against Keyed
 // limiters on a real server, with the suite's fake clock passed as time.
 // admit options are mapped as a factory would: WithClock becomes
-// redisstore.WithClock, WithFactory is ignored and the keyed-store options,
+// redisstore.WithClock, and policy.WithFactory and the keyed-store options,
 // which have no meaning for a Redis store, are refused.
 func TestConformance(t *testing.T) {
 	runConformance(t, newClient(t, redistest.Start(t)))
@@ -43,7 +44,7 @@ func TestConformance(t *testing.T) {
 
 func runConformance(t *testing.T, client redis.Scripter) {
 	newKeyed := func(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
-		s, err := admit.NewSettings(opts...)
+		s, err := plumb.ResolveLimiter("redisstore", opts)
 		if err != nil {
 			return nil, err
 		}

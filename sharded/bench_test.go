@@ -26,7 +26,7 @@ import (
 
 type impl struct {
 	name     string
-	new      admit.Factory
+	new      func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error)
 	supports func(admit.Algorithm) bool
 }
 
@@ -138,7 +138,7 @@ func BenchmarkBytesPerKey(b *testing.B) {
 	}
 }
 
-func bytesPerKey(b *testing.B, newLim admit.Factory, rule admit.Rule, nkeys int) float64 {
+func bytesPerKey(b *testing.B, newLim func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error), rule admit.Rule, nkeys int) float64 {
 	fake := clock.NewFake()
 	fake.Set(time.Hour)
 	buf := make([]byte, 0, 16)

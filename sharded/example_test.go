@@ -17,7 +17,7 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	store := lim.(sharded.Store)
+	store := lim.(admit.Store)
 
 	fmt.Println(lim.Allow("alice").Allowed, lim.Allow("bob").Allowed)
 	d := lim.Allow("carol")

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/layout"
 )
 
 // TestShardSize pins the padding: a shard fills exactly one 128-byte pair of
@@ -20,8 +21,8 @@ func TestShardSize(t *testing.T) {
 		"sliding-counter hashed": unsafe.Sizeof(shard[uint64, kernel.SlidingCounterState]{}),
 	}
 	for name, size := range sizes {
-		if size != cacheLinePad {
-			t.Errorf("shard for %s is %d bytes, want %d", name, size, cacheLinePad)
+		if size != layout.CacheLinePad {
+			t.Errorf("shard for %s is %d bytes, want %d", name, size, layout.CacheLinePad)
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/plumb"
+	"github.com/admit-go/admit/internal/reservation"
 )
 
 // The keyed token buckets also hand out reservations (admit.KeyedReserver),
@@ -37,8 +39,8 @@ var (
 	_ admit.KeyedReserver = tbFullKeys[kernel.TokenBucketState]{}
 	_ admit.KeyedReserver = tbHashedKeys[uint64]{}
 	_ admit.KeyedReserver = tbHashedKeys[kernel.TokenBucketState]{}
-	_ Store               = tbFullKeys[uint64]{}
-	_ Store               = tbHashedKeys[uint64]{}
+	_ admit.Store         = tbFullKeys[uint64]{}
+	_ admit.Store         = tbHashedKeys[uint64]{}
 )
 
 // pruneHolds is how many other holds a new hold examines for pruning.
@@ -46,7 +48,7 @@ const pruneHolds = 2
 
 // buildTB is build for a token bucket: S is uint64 (kern a *packedTB) or
 // kernel.TokenBucketState (kern a *kernel.TokenBucket).
-func buildTB[S any](kern any, rule admit.Rule, set admit.Settings) Store {
+func buildTB[S any](kern any, rule admit.Rule, set plumb.Settings) admit.Store {
 	switch l := build[S](kern, rule, set).(type) {
 	case *fullKeys[S]:
 		return tbFullKeys[S]{l}
@@ -105,10 +107,10 @@ func (l *store[KT, S]) reserveN(mk KT, h uint64, n int, maxWait time.Duration) (
 		now = max(now, sh.floor) // the key may have been evicted as fresh at floor
 		var probe kernel.TokenBucketState
 		if d, ok := k.Reserve(&probe, now, n, maxWait); !ok || n == 0 { // takes nothing: nothing to store
-			return admit.NewReservation(d, n, 0), ok
+			return reservation.New(d, n, 0), ok
 		}
 		if wait, ok := l.add(sh, mk, s, now); !ok {
-			return admit.NewReservation(wait, n, 0), false // a full store
+			return reservation.New(wait, n, 0), false // a full store
 		}
 	}
 	st := tbState(&s)
@@ -137,7 +139,7 @@ func (l *store[KT, S]) reserveN(mk KT, h uint64, n int, maxWait time.Duration) (
 		}
 		sh.holds[mk] = hold
 	}
-	return admit.NewReservation(d, n, t), ok
+	return reservation.New(d, n, t), ok
 }
 
 // cancelReservation gives r's tokens back; see
@@ -157,7 +159,7 @@ func (l *store[KT, S]) cancelReservation(mk KT, h uint64, r admit.Reservation) b
 		return false
 	}
 	st := tbState(&s)
-	ok, drop := l.tbKernel().CancelHold(&st, &hold, r.Ticket(), max(now, sh.floor))
+	ok, drop := l.tbKernel().CancelHold(&st, &hold, reservation.Ticket(r), max(now, sh.floor))
 	if ok {
 		setTBState(&s, st)
 		sh.m[mk] = s

@@ -16,42 +16,21 @@ import (
 	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/layout"
+	"github.com/admit-go/admit/internal/plumb"
 )
-
-// Store is the keyed limiter [New] returns, with the controls of its store.
-// New's result type is admit.KeyedLimiter, so that New is an [admit.Factory];
-// assert it to reach these methods:
-//
-//	store := lim.(sharded.Store)
-type Store interface {
-	admit.KeyedLimiter
-
-	// Len returns the number of keys stored now. It takes each shard's lock
-	// in turn, so under concurrent calls it may not include all of the
-	// latest insertions and evictions.
-	Len() int
-
-	// Sweep evicts every key that is idle now (its state equivalent to a
-	// fresh key's at the clock's reading minus the slack) and rebuilds the
-	// maps it shrinks, one shard at a time; it returns the number of keys it
-	// evicted. It costs time in proportion to the keys stored and holds each
-	// shard's lock while it sweeps that shard. Calls need not sweep: it is
-	// for owners who want memory back while no new keys arrive, for example
-	// from a time.Ticker in a goroutine of their own.
-	Sweep() int
-}
 
 // New returns a keyed limiter enforcing rule independently for every key,
 // with its keys in hash shards and idle-key eviction; see the package
 // documentation. It supports all four algorithms and honours every option:
 // [admit.WithShards], [admit.WithMaxKeys], [admit.WithHashedKeys] and
 // [admit.WithClock]. The error wraps [admit.ErrInvalidRule] or
-// [admit.ErrInvalidOption]. The limiter is always a [Store].
+// [admit.ErrInvalidOption]. The limiter is always a [admit.Store].
 func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
 	if err := rule.Validate(); err != nil {
 		return nil, fmt.Errorf("sharded: %w", err)
 	}
-	set, err := admit.NewSettings(opts...)
+	set, err := plumb.ResolveLimiter("sharded", opts)
 	if err != nil {
 		return nil, fmt.Errorf("sharded: %w", err)
 	}
@@ -71,7 +50,7 @@ func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
 	}
 }
 
-func build[S any](kern any, rule admit.Rule, set admit.Settings) Store {
+func build[S any](kern any, rule admit.Rule, set plumb.Settings) admit.Store {
 	if set.HashedKeys {
 		l := new(hashedKeys[S])
 		l.init(kern, rule, set, nil)
@@ -81,12 +60,6 @@ func build[S any](kern any, rule admit.Rule, set admit.Settings) Store {
 	l.init(kern, rule, set, strings.Clone)
 	return l
 }
-
-// cacheLinePad is the size shards are padded to. 128, not 64: Intel's
-// adjacent-line prefetcher fetches 64-byte lines in pairs, so two shards that
-// share a 128-byte pair still slow each other down; 128 is also the line size
-// of Apple's arm64 cores.
-const cacheLinePad = 128
 
 // shardFields mirrors the fields of shard, whose size cannot be taken in a
 // constant expression because shard is generic (a map is one pointer
@@ -121,7 +94,7 @@ type shard[KT comparable, S any] struct {
 	// that never had a hold pay one comparison.
 	holds map[KT]kernel.Hold
 
-	_ [cacheLinePad - unsafe.Sizeof(shardFields{})]byte
+	_ [layout.CacheLinePad - unsafe.Sizeof(shardFields{})]byte
 }
 
 // store is a sharded keyed store of states S under map keys KT (a string, or
@@ -132,6 +105,7 @@ type store[KT comparable, S any] struct {
 	// *kernel.FixedWindow, *kernel.SlidingLog or *kernel.SlidingCounter for
 	// their own states. See decide for why it is not a type parameter.
 	kern    any
+	rule    admit.Rule
 	clock   clock.Clock
 	seed    maphash.Seed
 	shift   uint          // a hash's shard is hash >> shift (64 for one shard: 0)
@@ -148,18 +122,16 @@ type store[KT comparable, S any] struct {
 	pause atomic.Pointer[func()]
 }
 
-func (l *store[KT, S]) init(kern any, rule admit.Rule, set admit.Settings, clone func(KT) KT) {
+func (l *store[KT, S]) init(kern any, rule admit.Rule, set plumb.Settings, clone func(KT) KT) {
 	n := set.ShardCount()
 	l.kern = kern
+	l.rule = rule
 	l.clock = set.Clock
 	l.seed = maphash.MakeSeed()
 	l.shift = uint(64 - bits.TrailingZeros(uint(n)))
 	l.limit = rule.Limit
 	l.maxKeys = int64(set.MaxKeys)
-	l.horizon = rule.Window
-	if rule.Algorithm == admit.SlidingCounter {
-		l.horizon = evict.AddSat(rule.Window, rule.Window) // both windows must roll out
-	}
+	l.horizon = evict.Horizon(rule)
 	l.clone = clone
 	l.shards = make([]shard[KT, S], n)
 	for i := range l.shards {
@@ -172,6 +144,9 @@ func (l *store[KT, S]) init(kern any, rule admit.Rule, set admit.Settings, clone
 type fullKeys[S any] struct{ store[string, S] }
 
 func (l *fullKeys[S]) Allow(key string) admit.Decision { return l.AllowN(key, 1) }
+
+// Rule implements [admit.Store].
+func (l *store[KT, S]) Rule() admit.Rule { return l.rule }
 
 func (l *fullKeys[S]) AllowN(key string, n int) admit.Decision {
 	return l.allow(key, maphash.String(l.seed, key), n)
@@ -266,7 +241,7 @@ func (l *store[KT, S]) reserve() bool {
 	return l.keys.Reserve(l.maxKeys)
 }
 
-// Len implements [Store].
+// Len implements [admit.Store].
 func (l *store[KT, S]) Len() int {
 	total := 0
 	for i := range l.shards {

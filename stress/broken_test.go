@@ -9,6 +9,7 @@ import (
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/reservation"
 )
 
 // Deliberately broken limiters, kept so that the self-tests can show that
@@ -183,13 +184,13 @@ func (b *identitylessReserver) ReserveN(key string, n int, maxWait time.Duration
 	before := *s
 	d, ok := b.k.Reserve(s, now, n, maxWait)
 	b.made = append(b.made, reserved{before, *s})
-	return admit.NewReservation(d, n, uint64(len(b.made))), ok
+	return reservation.New(d, n, uint64(len(b.made))), ok
 }
 
 func (b *identitylessReserver) CancelReservation(key string, r admit.Reservation) bool {
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	m := b.made[r.Ticket()-1]
+	m := b.made[reservation.Ticket(r)-1]
 	return b.k.Cancel(b.state(key), now, m.before, m.after) // BUG: no identity: any reservation that left this state
 }

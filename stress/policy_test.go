@@ -14,7 +14,7 @@ import (
 )
 
 // The policy workload: a policy.Service built on each keyed variant (through
-// admit.WithFactory) serves (user, API) pairs while a reloader swaps between
+// policy.WithFactory) serves (user, API) pairs while a reloader swaps between
 // two rule books as fast as it can (docs/reliability.md C8, E4).
 //
 // The books differ, but most pairs have the same rule in both: such a pair
@@ -29,7 +29,7 @@ import (
 // policyBooks returns the two books, with the sliding log replaced by a
 // token bucket of the same Limit if factory cannot build a sliding log (nil
 // is the Service's default choice of variants, which can).
-func policyBooks(t *testing.T, factory admit.Factory) (a, b string) {
+func policyBooks(t *testing.T, factory policy.Factory) (a, b string) {
 	sl := "sliding-log"
 	if factory != nil {
 		_, err := factory(admit.Rule{Algorithm: admit.SlidingLog, Limit: 7, Window: time.Second})
@@ -59,7 +59,7 @@ var (
 func TestPolicyReload(t *testing.T) {
 	type factory struct {
 		name string
-		f    admit.Factory // nil: the Service's default
+		f    policy.Factory // nil: the Service's default
 	}
 	factories := []factory{{name: "default"}}
 	for _, v := range variants {
@@ -126,7 +126,7 @@ func TestPolicyReload(t *testing.T) {
 			runAndVerify(t, w, exactOptions(), func(clk *stressClock) subject {
 				opts := []admit.Option{admit.WithClock(clk)}
 				if fc.f != nil {
-					opts = append(opts, admit.WithFactory(fc.f))
+					opts = append(opts, policy.WithFactory(fc.f))
 				}
 				svc, err = policy.NewService(bookA, opts...)
 				if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/admit-go/admit"
 	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/internal/evict"
+	"github.com/admit-go/admit/internal/plumb"
 	"github.com/admit-go/admit/locked"
 	"github.com/admit-go/admit/sharded"
 )
@@ -82,7 +83,7 @@ func newKeyedSubject(t *testing.T, v variant, rule admit.Rule, clk *stressClock,
 	if v.keyed == nil {
 		t.Skipf("%s has no keyed limiter", v.name)
 	}
-	set, err := admit.NewSettings(opts...)
+	set, err := plumb.Resolve(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/plumb"
 )
 
 // Variant describes one concurrency variant under test.
@@ -436,4 +437,10 @@ func testAllocs(t *testing.T, v Variant, alg admit.Algorithm) {
 	if alg == admit.TokenBucket {
 		testReserveAllocs(t, v, denyRule, fake)
 	}
+}
+
+// withFactory is policy.WithFactory(f), made here without importing policy
+// (which imports the variants whose tests run this suite).
+func withFactory(f func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error)) admit.Option {
+	return plumb.NewOption(func(s *plumb.Settings) error { s.Factory = f; return nil }).(admit.Option)
 }

@@ -9,6 +9,9 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/layout"
 )
 
 // Tuning of eviction.
@@ -49,6 +52,16 @@ const (
 	RebuildMin = 32
 )
 
+// Horizon is the longest a key's state can take to become fresh (equivalent
+// to a new key's) after its last admission: one Window, two for the sliding
+// counter, whose previous window must roll out too.
+func Horizon(rule admit.Rule) time.Duration {
+	if rule.Algorithm == admit.SlidingCounter {
+		return AddSat(rule.Window, rule.Window)
+	}
+	return rule.Window
+}
+
 // Reading is the reading at which a sweep that read now decides which keys
 // are idle: now minus the slack, saturated.
 func Reading(now time.Duration) time.Duration {
@@ -66,18 +79,14 @@ func AddSat(a, b time.Duration) time.Duration {
 	return a + b
 }
 
-// cacheLinePad: 128, not 64, because Intel's adjacent-line prefetcher
-// fetches 64-byte lines in pairs (and Apple's arm64 lines are 128 bytes).
-const cacheLinePad = 128
-
 // Counter holds the words only insertions write, on a 128-byte stretch of
 // their own, so that insertions do not slow down the reads of a store's
 // other fields. Its zero value counts no key.
 type Counter struct {
-	_      [cacheLinePad]byte
+	_      [layout.CacheLinePad]byte
 	n      atomic.Int64  // keys stored, kept only when the store is bounded
 	cursor atomic.Uint32 // where MakeRoom starts visiting other shards
-	_      [cacheLinePad - 12]byte
+	_      [layout.CacheLinePad - 12]byte
 }
 
 // Reserve counts one more key if fewer than max are counted.

@@ -1,6 +1,7 @@
 package evict
 
 import (
+	"github.com/admit-go/admit/internal/layout"
 	"math"
 	"slices"
 	"testing"
@@ -12,14 +13,14 @@ import (
 // 128-byte stretch of their own.
 func TestCounterLayout(t *testing.T) {
 	var c Counter
-	if off := unsafe.Offsetof(c.n); off != cacheLinePad {
-		t.Errorf("Counter.n is at offset %d, want %d", off, cacheLinePad)
+	if off := unsafe.Offsetof(c.n); off != layout.CacheLinePad {
+		t.Errorf("Counter.n is at offset %d, want %d", off, layout.CacheLinePad)
 	}
-	if off := unsafe.Offsetof(c.cursor); off != cacheLinePad+8 {
-		t.Errorf("Counter.cursor is at offset %d, want %d, next to n", off, cacheLinePad+8)
+	if off := unsafe.Offsetof(c.cursor); off != layout.CacheLinePad+8 {
+		t.Errorf("Counter.cursor is at offset %d, want %d, next to n", off, layout.CacheLinePad+8)
 	}
-	if size := unsafe.Sizeof(c); size != 2*cacheLinePad {
-		t.Errorf("Counter is %d bytes, want %d", size, 2*cacheLinePad)
+	if size := unsafe.Sizeof(c); size != 2*layout.CacheLinePad {
+		t.Errorf("Counter is %d bytes, want %d", size, 2*layout.CacheLinePad)
 	}
 }
 
