@@ -77,7 +77,7 @@ func settings(rule admit.Rule, opts []admit.Option) (plumb.Settings, error) {
 		return plumb.Settings{}, err
 	}
 	if names := set.StoreOptions(); names != "" {
-		return plumb.Settings{}, fmt.Errorf("atomic: %w: %s shape a keyed store; a single-key limiter has none, use New", admit.ErrUnsupported, names)
+		return plumb.Settings{}, fmt.Errorf("%w: atomic: %s shape a keyed store; a single-key limiter has none, use New", admit.ErrUnsupported, names)
 	}
 	return set, nil
 }
@@ -85,18 +85,18 @@ func settings(rule admit.Rule, opts []admit.Option) (plumb.Settings, error) {
 // keyedSettings validates rule and applies opts for New.
 func keyedSettings(rule admit.Rule, opts []admit.Option) (plumb.Settings, error) {
 	if err := rule.Validate(); err != nil {
-		return plumb.Settings{}, fmt.Errorf("atomic: %w", err)
+		return plumb.Settings{}, err // already "admit: invalid …: …"
 	}
 	if rule.Algorithm == admit.SlidingLog {
-		return plumb.Settings{}, fmt.Errorf("atomic: %w: the sliding log keeps a ring of %d timestamps per key, which no single compare-and-swap can update; use locked.New (or sharded.New) for %v",
+		return plumb.Settings{}, fmt.Errorf("%w: atomic has no sliding log: its ring of %d timestamps per key is more than one compare-and-swap can update; use locked.NewLimiter (or sharded.New) for %v",
 			admit.ErrUnsupported, rule.Limit, rule)
 	}
 	set, err := plumb.ResolveLimiter("atomic", opts)
 	if err != nil {
-		return plumb.Settings{}, fmt.Errorf("atomic: %w", err)
+		return plumb.Settings{}, err // already "admit: invalid …: …"
 	}
 	if set.HashedKeys {
-		return plumb.Settings{}, fmt.Errorf("atomic: %w: WithHashedKeys; an atomic store keeps full keys, use sharded.New to store hashes", admit.ErrUnsupported)
+		return plumb.Settings{}, fmt.Errorf("%w: atomic.New: WithHashedKeys; an atomic store keeps full keys, use sharded.New to store hashes", admit.ErrUnsupported)
 	}
 	return set, nil
 }

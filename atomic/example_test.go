@@ -40,5 +40,5 @@ func ExampleNew_slidingLog() {
 	_, err := admitatomic.New(rule)
 	fmt.Println(err)
 	// Output:
-	// atomic: admit: unsupported: the sliding log keeps a ring of 5 timestamps per key, which no single compare-and-swap can update; use locked.New (or sharded.New) for sliding-log,5,1m
+	// admit: unsupported: atomic has no sliding log: its ring of 5 timestamps per key is more than one compare-and-swap can update; use locked.NewLimiter (or sharded.New) for sliding-log,5,1m
 }

@@ -297,7 +297,7 @@ func NewTokenBucket(rule admit.Rule, opts ...admit.Option) (*TokenBucket, error)
 		return nil, err
 	}
 	if !k.Packable() {
-		return nil, fmt.Errorf("atomic: %w: %v emits a token every %d/%d ns, not a whole number of nanoseconds, so its state does not fit one word; use NewTokenBucketSnapshot",
+		return nil, fmt.Errorf("%w: atomic.NewTokenBucket: %v emits a token every %d/%d ns, not a whole number of nanoseconds, so its state does not fit one word; use NewTokenBucketSnapshot",
 			admit.ErrUnsupported, rule, int64(rule.Window), rule.Limit)
 	}
 	return &TokenBucket{k: *newTBKernel(&k, 1), clock: set.Clock, rule: rule}, nil

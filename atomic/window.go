@@ -404,6 +404,6 @@ func (l *slidingCounterSnapshot) AllowN(n int) (d admit.Decision) {
 }
 
 func wrongAlgorithm(rule admit.Rule, constructor string, want admit.Algorithm) error {
-	return fmt.Errorf("atomic: %w: %s needs a %v rule, not %v; use New or NewLimiter for any algorithm",
+	return fmt.Errorf("%w: atomic.%s needs a %v rule, not %v; use New or NewLimiter for any algorithm",
 		admit.ErrInvalidRule, constructor, want, rule)
 }

@@ -43,14 +43,14 @@ import (
 // [admit.ErrInvalidOption]. The limiter is always a [admit.Store].
 func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
 	if err := rule.Validate(); err != nil {
-		return nil, fmt.Errorf("locked: %w", err)
+		return nil, err // already "admit: invalid …: …"
 	}
 	set, err := plumb.ResolveLimiter("locked", opts)
 	if err != nil {
-		return nil, fmt.Errorf("locked: %w", err)
+		return nil, err // already "admit: invalid …: …"
 	}
 	if set.HashedKeys {
-		return nil, fmt.Errorf("locked: %w: WithHashedKeys; a locked store keeps full keys, use sharded.New to store hashes", admit.ErrUnsupported)
+		return nil, fmt.Errorf("%w: locked.New: WithHashedKeys; a locked store keeps full keys, use sharded.New to store hashes", admit.ErrUnsupported)
 	}
 	switch rule.Algorithm {
 	case admit.TokenBucket:
@@ -71,14 +71,14 @@ func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
 // which a single key has no use for.
 func NewLimiter(rule admit.Rule, opts ...admit.Option) (admit.Limiter, error) {
 	if err := rule.Validate(); err != nil {
-		return nil, fmt.Errorf("locked: %w", err)
+		return nil, err // already "admit: invalid …: …"
 	}
 	set, err := plumb.ResolveLimiter("locked", opts)
 	if err != nil {
-		return nil, fmt.Errorf("locked: %w", err)
+		return nil, err // already "admit: invalid …: …"
 	}
 	if names := set.StoreOptions(); names != "" {
-		return nil, fmt.Errorf("locked: %w: %s shape a keyed store; NewLimiter guards a single key, use New", admit.ErrUnsupported, names)
+		return nil, fmt.Errorf("%w: locked.NewLimiter: %s shape a keyed store; NewLimiter guards a single key, use New", admit.ErrUnsupported, names)
 	}
 	switch rule.Algorithm {
 	case admit.TokenBucket:

@@ -172,7 +172,7 @@ func NewService(book *Book, opts ...admit.Option) (*Service, error) {
 	}
 	set, err := plumb.Resolve(opts)
 	if err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
+		return nil, err // already "admit: invalid option: …"
 	}
 	factory, _ := set.Factory.(Factory)
 	passed := opts

@@ -1,7 +1,6 @@
 package sharded
 
 import (
-	"fmt"
 	"hash/maphash"
 	"math"
 	"math/bits"
@@ -28,11 +27,11 @@ import (
 // [admit.ErrInvalidOption]. The limiter is always a [admit.Store].
 func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
 	if err := rule.Validate(); err != nil {
-		return nil, fmt.Errorf("sharded: %w", err)
+		return nil, err // already "admit: invalid …: …"
 	}
 	set, err := plumb.ResolveLimiter("sharded", opts)
 	if err != nil {
-		return nil, fmt.Errorf("sharded: %w", err)
+		return nil, err // already "admit: invalid …: …"
 	}
 	switch rule.Algorithm {
 	case admit.TokenBucket:
