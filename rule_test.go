@@ -100,7 +100,7 @@ const (
 	wantFields     = "want 3: algorithm,limit,window"
 )
 
-// rejectedRules are texts ParseRule rejects (RELIABILITY.md §D, P1–P10). field
+// rejectedRules are texts ParseRule rejects (docs/reliability.md, P1–P10). field
 // is the field the error must name, hint what it must say is accepted, echo a
 // part of the input the error must quote back ("" if none).
 var rejectedRules = []struct {

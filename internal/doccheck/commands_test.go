@@ -43,6 +43,7 @@ var rules = []rule{
 	{re: regexp.MustCompile(`^make stress$`), skip: "the full stress harness takes minutes (make test runs it in its short mode)"},
 	{re: regexp.MustCompile(`^make (bench|bench-quick|bench-instr|bench-redis)$`), skip: "takes minutes and rewrites bench/results and docs (make test runs every benchmark once)"},
 	{re: regexp.MustCompile(`^make fuzz$`), skip: "fuzzes for a minute per target"},
+	{re: regexp.MustCompile(`^make mutate$`), skip: "mutation testing runs the core packages' tests once per mutant, for many minutes"},
 	{re: regexp.MustCompile(`^make lint$`), skip: "vets twice more, for 386 too: run it before a commit"},
 	{re: regexp.MustCompile(`^go test -run '\^\$' -bench \w+ -benchtime 1x \./\w+/?$`)},
 	{re: regexp.MustCompile(`^(cd (bench|redisstore) && )?go test `), skip: "runs tests, benchmarks or fuzzing by hand, most for minutes (make test runs every test, the stress harness in its short mode, and every benchmark once)"},

@@ -6,7 +6,7 @@ package kernel
 // every algorithm. On every call the kernel must agree with the reference
 // model on all five Decision fields, and a handful of checks that do not rely on
 // the model's formulas must hold. At the end the admissions must respect the
-// algorithm's interval bounds (RELIABILITY.md §3).
+// algorithm's interval bounds (docs/reliability.md).
 //
 // Raise the number of generated cases with -rapid.checks, for example
 //
@@ -295,7 +295,7 @@ func checkFresh(t *rapid.T, i int, r admit.Rule, s subject, now int64) {
 	}
 }
 
-// checkBounds checks the interval bounds of RELIABILITY.md §3 exactly, over
+// checkBounds checks the interval bounds of docs/reliability.md exactly, over
 // every pair of admissions (the log is in order of effective time).
 func checkBounds(t *rapid.T, r admit.Rule, log []admission) {
 	l, w := int64(r.Limit), int64(r.Window)
