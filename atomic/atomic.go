@@ -29,11 +29,7 @@ func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
 	}
 	switch rule.Algorithm {
 	case admit.TokenBucket:
-		if k := kernel.NewTokenBucket(rule); k.Packable() {
-			return newKeyed[tbCell](newTBKernel(k, set.ShardCount()), rule, set), nil
-		} else {
-			return newKeyed[tbSnapCell](newTBKernel(k, set.ShardCount()), rule, set), nil
-		}
+		return newKeyed[tbCell](newTBKernel(kernel.NewTokenBucket(rule), set.ShardCount()), rule, set), nil
 	case admit.FixedWindow:
 		return newKeyed[fwCell](newFWCodec(rule), rule, set), nil
 	default: // admit.SlidingCounter; keyedSettings rejected the sliding log
@@ -55,10 +51,7 @@ func NewLimiter(rule admit.Rule, opts ...admit.Option) (admit.Limiter, error) {
 	}
 	switch rule.Algorithm {
 	case admit.TokenBucket:
-		if k := kernel.NewTokenBucket(rule); k.Packable() {
-			return &TokenBucket{k: *newTBKernel(k, 1), clock: set.Clock, rule: rule}, nil
-		}
-		return &TokenBucketSnapshot{k: *newTBKernel(kernel.NewTokenBucket(rule), 1), clock: set.Clock, rule: rule}, nil
+		return &TokenBucket{k: *newTBKernel(kernel.NewTokenBucket(rule), 1), clock: set.Clock, rule: rule}, nil
 	case admit.FixedWindow:
 		return &FixedWindow{codec: newFWCodec(rule), clock: set.Clock, rule: rule}, nil
 	default:

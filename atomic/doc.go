@@ -14,17 +14,23 @@
 //
 // A state that fits one 64-bit word is packed into an atomic.Uint64 and updated
 // with a CAS on that word: no allocation on any path. A state that does not fit
-// is an immutable snapshot behind an atomic.Pointer, replaced by a CAS on the
-// pointer: one 16- or 24-byte allocation per admission, none on a denial.
+// (a sliding counter's, for some rules) is an immutable snapshot behind an
+// atomic.Pointer, replaced by a CAS on the pointer: one 24-byte allocation
+// per admission, none on a denial.
 //
 //   - Token bucket, packed ([TokenBucket]): the state is GCRA's theoretical
-//     arrival time, one int64 of nanoseconds. It needs the emission interval
-//     Window/Limit to be a whole number of nanoseconds (5 per 10s, 100 per
-//     second, 1000 per hour; not 3 per 10s). It never wraps: the word is a
-//     time in the clock's own nanoseconds, and the kernels clamp readings to
-//     146 years either side of the clock's origin, leaving room for any TAT.
+//     arrival time, one int64 in units of 1/L' ns, where L' is Limit divided
+//     by gcd(Limit, Window): the coarsest unit in which the emission interval
+//     Window/Limit is whole. Every rule packs (3 per 10s, 7 per minute and
+//     9,999 per second as well as 100 per second), exactly. When
+//     Window/Limit is whole nanoseconds (L' = 1) the word has no horizon;
+//     otherwise it holds TATs up to MaxInt64/L' ns either side of the
+//     clock's origin (97 years for 3 per second, 42 years for 7 per minute,
+//     10.7 days for 9,999 per second), and a state past that is kept under a
+//     mutex instead, with the same decisions and no allocation.
 //   - Token bucket, snapshot ([TokenBucketSnapshot]): any token-bucket rule,
-//     exact to a fraction of a nanosecond.
+//     exact to a fraction of a nanosecond, with no horizon, at one 16-byte
+//     allocation per admission; [New] and [NewLimiter] no longer choose it.
 //   - Fixed window, packed ([FixedWindow]): the count and the window index share
 //     the word, the index as an offset from the clock range's first window.
 //     Every rule fits.
@@ -37,10 +43,12 @@
 //     constructors return an error wrapping [admit.ErrUnsupported].
 //
 // [New] and [NewLimiter] choose the packed form whenever the rule allows it.
-// No packed form has a horizon: each decides exactly as the kernel does for
-// every reading of the kernels' clock range, ±(2^62-1) ns (146 years either
-// side of the clock's origin), however far apart its readings lie, and
-// readings past the range's ends are taken as its ends.
+// Every form decides exactly as the kernel does for every reading of the
+// kernels' clock range, ±(2^62-1) ns (146 years either side of the clock's
+// origin), however far apart its readings lie, and readings past the range's
+// ends are taken as its ends. Only the token bucket's word in scaled units
+// has a horizon, and past it the state leaves the word, not the kernel's
+// decisions.
 //
 // # Consistency
 //

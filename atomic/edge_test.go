@@ -13,6 +13,7 @@ import (
 	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/conformance"
+	"github.com/admit-go/admit/locked"
 )
 
 // clockEnd is the end of the kernels' clock range: they clamp every reading
@@ -140,6 +141,88 @@ func TestEdgesTokenBucket(t *testing.T) {
 	checkEdges(t, drawPackableBucket, func(r admit.Rule, opts ...admit.Option) (admit.Limiter, error) {
 		return admitatomic.NewTokenBucket(r, opts...)
 	})
+}
+
+// drawAnyBucket draws any token-bucket rule: often one the documentation
+// quotes (3 per second, 7 per minute, 9,999 per second), whose emission
+// interval is not whole nanoseconds, a short horizon (a Limit coprime with
+// the window's nanoseconds), or any valid rule.
+func drawAnyBucket(rt *rapid.T) admit.Rule {
+	switch rapid.IntRange(0, 3).Draw(rt, "bucketKind") {
+	case 0:
+		return rapid.SampledFrom([]admit.Rule{
+			{Algorithm: admit.TokenBucket, Limit: 3, Window: time.Second},
+			{Algorithm: admit.TokenBucket, Limit: 7, Window: time.Minute},
+			{Algorithm: admit.TokenBucket, Limit: 9999, Window: time.Second},
+			{Algorithm: admit.TokenBucket, Limit: 3, Window: 10 * time.Second},
+		}).Draw(rt, "quoted")
+	case 1:
+		return drawPackableBucket(rt)
+	}
+	limit := drawLimit(rt, admit.MaxLimit)
+	hi := int64(admit.MaxLimitTimesWindow) / int64(limit)
+	w := rapid.SampledFrom([]int64{int64(limit), int64(limit) + 1, hi, rapid.Int64Range(int64(limit), hi).Draw(rt, "anyWindow")}).Draw(rt, "window")
+	return admit.Rule{Algorithm: admit.TokenBucket, Limit: limit, Window: time.Duration(max(int64(limit), min(w, hi)))}
+}
+
+// TestEdgesAnyTokenBucket: the packed bucket in scaled units equals the
+// kernel for every rule, over readings anywhere in the clock range (stale,
+// at its ends, past them), within the word's horizon and past it, where the
+// state spills (hold.go).
+func TestEdgesAnyTokenBucket(t *testing.T) {
+	checkEdges(t, drawAnyBucket, func(r admit.Rule, opts ...admit.Option) (admit.Limiter, error) {
+		return admitatomic.NewTokenBucket(r, opts...)
+	})
+}
+
+// TestTokenBucketSpillBoundary: 9,999 per second packs in units of 1/9999
+// ns, so its word holds a TAT up to ±(MaxInt64/9999 − 1) ns, 10.7 days from
+// the clock's origin. An admission whose TAT lands exactly there stays in
+// the word (the bucket is decided lock-free), the next one spills, and every
+// decision, on both sides and back, reservations and cancellations
+// included, is the reference's (locked, the kernel under a mutex).
+func TestTokenBucketSpillBoundary(t *testing.T) {
+	r := admit.Rule{Algorithm: admit.TokenBucket, Limit: 9999, Window: time.Second}
+	const horizon = math.MaxInt64/9999 - 1
+	fake := clock.NewFake()
+	lim, err := admitatomic.NewTokenBucket(r, admit.WithClock(fake))
+	require.NoError(t, err)
+	ref, err := locked.NewLimiter(r, admit.WithClock(fake))
+	require.NoError(t, err)
+	refRes := ref.(admit.Reserver)
+	// A full bucket admits at t with TAT t + 10^9/9999 ns (100,010 + 10/9999),
+	// so TAT = horizon (its fraction of a nanosecond past it still fits: the bound
+	// is on whole nanoseconds) for t = horizon − 100,010 ns.
+	call := func(at time.Duration, n int, packed bool) {
+		t.Helper()
+		fake.Set(at)
+		want := ref.AllowN(n)
+		got := lim.AllowN(n)
+		require.Equal(t, want, got, "AllowN(t=%d, %d)", at, n)
+		require.Equal(t, packed, !admitatomic.Held(lim), "after AllowN(t=%d, %d): packed", at, n)
+	}
+	call(horizon-100_010, 1, true)  // TAT = horizon + 10/9999 ns: packs
+	call(horizon-100_010, 0, true)  // a probe publishes nothing
+	call(horizon-100_009, 1, false) // TAT one token later: spills
+	call(horizon-100_009, 1, false)
+	call(horizon, 9999, false) // denied: still spilled
+	call(horizon+time.Second, 9999, false)
+	call(-horizon, 1, false) // stale, far back: denied, still spilled
+	// A reservation and its cancellation on the spilled bucket.
+	fake.Set(horizon + 2*time.Second)
+	for range 3 {
+		wantR, wantOK := refRes.ReserveN(9999, time.Hour)
+		gotR, gotOK := lim.ReserveN(9999, time.Hour)
+		require.Equal(t, wantOK, gotOK)
+		require.Equal(t, wantR.Delay, gotR.Delay)
+		if wantR.Delay > 0 {
+			require.Equal(t, refRes.CancelReservation(wantR), lim.CancelReservation(gotR))
+		}
+	}
+	call(horizon+2*time.Second, 1, false)
+	// Back inside the horizon, a fake clock set back finds the spilled TAT
+	// ahead of it: denied, exactly as the reference.
+	call(time.Hour, 1, false)
 }
 
 // TestEdgesFixedWindow: the packed fixed window (NewFixedWindow, and New)

@@ -46,3 +46,7 @@ var Hooks = &conformance.StoreHooks{
 	EvictAt: func(lim admit.KeyedLimiter, at time.Duration) int { return lim.(testHooks).evictAt(at) },
 	Pause:   func(lim admit.KeyedLimiter, f func()) { lim.(testHooks).setPause(f) },
 }
+
+// Held reports whether the bucket's word is the held value: a reservation
+// holds it, or its state is past the word's horizon (spilled).
+func Held(l *TokenBucket) bool { return l.c.w.Load() == tbHeld }

@@ -49,6 +49,13 @@ import (
 // A held cell is not fresh, so no sweep evicts it; a sweep that meets one
 // shows its hold the sweep's reading first (settleHeld), so that a key held
 // by a reservation nobody came back for is released and evicted in time.
+//
+// The same mechanism keeps a packed bucket's state that does not fit its
+// word (a TAT past the horizon of the scaled units, kernel.TokenBucket.Pack):
+// the admission that makes it spills it (spill), holding the cell with a
+// record that has no hold, and the cell stays held, decided under the mutex
+// by the same kernel, until a state fits again (put). A spilled cell that is
+// fresh is evicted under the mutex (settleHeld).
 
 // tbKernel is what a token-bucket cell decides with: the kernel, and the
 // records of the holds of the cells that use it.
@@ -102,14 +109,21 @@ type holdCell[V comparable] interface {
 	load() V
 	// state decodes v: the state it is, or whether it is the held value or
 	// the tombstone.
-	state(v V) (s kernel.TokenBucketState, held, tomb bool)
-	// cas publishes s if the value is still old.
-	cas(old V, s kernel.TokenBucketState) bool
+	state(k *tbKernel, v V) (s kernel.TokenBucketState, held, tomb bool)
+	// fits reports whether the cell's value can hold s (a packed word has a
+	// horizon: kernel.TokenBucket.Pack).
+	fits(k *tbKernel, s kernel.TokenBucketState) bool
+	// cas publishes s, which fits, if the value is still old.
+	cas(k *tbKernel, old V, s kernel.TokenBucketState) bool
 	// casHeld swaps old for the held value.
 	casHeld(old V) bool
-	// release stores s into a held cell; only the holder of its stripe's
-	// mutex may call it.
-	release(s kernel.TokenBucketState)
+	// release stores s into a held cell and reports true, or reports false
+	// if s does not fit, and the cell stays held; only the holder of its
+	// stripe's mutex may call it.
+	release(k *tbKernel, s kernel.TokenBucketState) bool
+	// bury stores the tombstone into a held cell; only the holder of its
+	// stripe's mutex may call it.
+	bury()
 }
 
 // heldOutcome says what a call on a held cell found.
@@ -129,7 +143,7 @@ func decideHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointe
 	st := k.holds.of(ptr)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if _, held, tombstone := c.state(c.load()); !held {
+	if _, held, tombstone := c.state(k, c.load()); !held {
 		if tombstone {
 			return kernel.Verdict{}, tomb
 		}
@@ -141,16 +155,55 @@ func decideHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointe
 	return v, decided
 }
 
-// keep shows rec's hold the reading now and either stores rec back, or, if
-// the hold is no longer live, releases c with rec's state. It requires that
+// keep shows rec's hold the reading now and stores rec back, or, if the
+// hold is no longer live, drops it (put). It requires that st.mu is held
+// and that c is held.
+func (st *holdStripe) keep(k *tbKernel, c interface {
+	release(*tbKernel, kernel.TokenBucketState) bool
+}, ptr unsafe.Pointer, rec heldRec, now time.Duration) {
+	if !k.Observe(&rec.hold, rec.state, now) {
+		rec.hold = kernel.Hold{}
+	}
+	st.put(k, c, ptr, rec)
+}
+
+// put stores rec as the record of the held cell c, or releases c with rec's
+// state when rec has no hold and the state fits the cell. A record without
+// a hold is a spilled state: one past the packed word's horizon (see
+// kernel.TokenBucket.Pack), which the cell keeps under the mutex, held,
+// with the same arithmetic, for as long as it does not fit. It requires that
 // st.mu is held and that c is held.
-func (st *holdStripe) keep(k *tbKernel, c interface{ release(kernel.TokenBucketState) }, ptr unsafe.Pointer, rec heldRec, now time.Duration) {
-	if k.Observe(&rec.hold, rec.state, now) {
-		st.m[ptr] = rec
+func (st *holdStripe) put(k *tbKernel, c interface {
+	release(*tbKernel, kernel.TokenBucketState) bool
+}, ptr unsafe.Pointer, rec heldRec) {
+	if rec.hold.Ticket == 0 && c.release(k, rec.state) {
+		delete(st.m, ptr)
 		return
 	}
-	c.release(rec.state)
-	delete(st.m, ptr)
+	st.m[ptr] = rec
+}
+
+// spill publishes s, a state decided on the value old of the cell c that
+// does not fit c (past the packed word's horizon), by holding c with a
+// record of s and no hold, under c's stripe's mutex, as a reservation that
+// must wait holds it. It reports false if the value moved meanwhile: the
+// caller decides again. Its linearization point is the CompareAndSwap to
+// the held value (the tempting wrong version, a plain Store of the held
+// value, would erase an admission published since old was loaded).
+func spill[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointer, old V, s kernel.TokenBucketState) bool {
+	st := k.holds.of(ptr)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.m == nil {
+		st.m = make(map[unsafe.Pointer]heldRec)
+	}
+	st.m[ptr] = heldRec{state: s}
+	hook.Between(hook.BeforeCAS)
+	if !c.casHeld(old) {
+		delete(st.m, ptr)
+		return false
+	}
+	return true
 }
 
 // reserveHeld is kernel.TokenBucket.ReserveHold on the cell c, whether held
@@ -167,7 +220,7 @@ func reserveHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Point
 	defer st.mu.Unlock()
 	for {
 		old := c.load()
-		s, held, tombstone := c.state(old)
+		s, held, tombstone := c.state(k, old)
 		if tombstone {
 			return 0, false, 0, false
 		}
@@ -180,12 +233,11 @@ func reserveHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Point
 		before := rec.state
 		d, ok, ticket = k.ReserveHold(&rec.state, &rec.hold, now, n, maxWait)
 		switch {
-		case held && rec.hold.Ticket != 0:
-			st.m[ptr] = rec
 		case held:
-			c.release(rec.state)
-			delete(st.m, ptr)
-		case rec.hold.Ticket != 0: // a new hold on a cell that was not held
+			st.put(k, c, ptr, rec)
+		case rec.hold.Ticket != 0 || !c.fits(k, rec.state):
+			// A new hold, or a state past the word's horizon (spill), on a
+			// cell that was not held.
 			if st.m == nil {
 				st.m = make(map[unsafe.Pointer]heldRec)
 			}
@@ -197,7 +249,7 @@ func reserveHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Point
 			}
 		case rec.state != before:
 			hook.Between(hook.BeforeCAS)
-			if !c.cas(old, rec.state) {
+			if !c.cas(k, old, rec.state) {
 				continue
 			}
 		}
@@ -212,27 +264,38 @@ func cancelHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointe
 	st := k.holds.of(ptr)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if _, held, _ := c.state(c.load()); !held {
+	if _, held, _ := c.state(k, c.load()); !held {
 		return false
 	}
 	rec := st.m[ptr]
 	ok, drop := k.CancelHold(&rec.state, &rec.hold, ticket, now)
 	if drop {
-		c.release(rec.state)
-		delete(st.m, ptr)
-	} else {
-		st.m[ptr] = rec
+		rec.hold = kernel.Hold{}
 	}
+	st.put(k, c, ptr, rec)
 	return ok
 }
 
 // settleHeld shows the hold of c, if c is held, the reading at, and releases
-// c if the hold is no longer live. A sweep calls it before judging c fresh.
-func settleHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointer, at time.Duration) {
+// c if the hold is no longer live and its state fits. A sweep calls it
+// before judging c fresh. If c stays held with no hold (a spilled state)
+// that is fresh at at, it evicts c as evict does a value: it raises floor to
+// at, then buries c, under the mutex, where no other call can change c
+// (every call on a held cell takes the mutex); it reports whether it did.
+func settleHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointer, at time.Duration, floor *paddedInt64) bool {
 	st := k.holds.of(ptr)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if _, held, _ := c.state(c.load()); held {
-		st.keep(k, c, ptr, st.m[ptr], at)
+	if _, held, _ := c.state(k, c.load()); !held {
+		return false
 	}
+	st.keep(k, c, ptr, st.m[ptr], at)
+	rec, held := st.m[ptr]
+	if !held || rec.hold.Ticket != 0 || !k.Fresh(&rec.state, at) {
+		return false
+	}
+	floor.raise(int64(at))
+	c.bury()
+	delete(st.m, ptr)
+	return true
 }

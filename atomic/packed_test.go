@@ -51,6 +51,48 @@ func TestPackedZeroAllocs(t *testing.T) {
 	}
 }
 
+// TestScaledBucketAllocs: token buckets whose emission interval is not whole
+// nanoseconds pack in scaled units and allocate nothing either, admitted or
+// denied, single-key or keyed, within the word's horizon and past it (where
+// the state is spilled under a mutex).
+func TestScaledBucketAllocs(t *testing.T) {
+	for _, r := range []admit.Rule{
+		rule(admit.TokenBucket, 3, time.Second), // 333,333,333⅓ ns per token
+		rule(admit.TokenBucket, 7, time.Minute),
+		rule(admit.TokenBucket, 9999, time.Second), // horizon ±10.7 days
+	} {
+		horizon := kernel.NewTokenBucket(r).Horizon()
+		for _, start := range []time.Duration{time.Hour, horizon + time.Hour, -horizon - time.Hour} {
+			fake := clock.NewFake()
+			fake.Set(start)
+			single, err := NewLimiter(r, admit.WithClock(fake))
+			require.NoError(t, err)
+			keyed, err := New(r, admit.WithClock(fake))
+			require.NoError(t, err)
+			keyed.Allow("k")
+			single.Allow()
+			step := (r.Window + time.Duration(r.Limit) - 1) / time.Duration(r.Limit) // one token, rounded up
+			allow := testing.AllocsPerRun(200, func() {
+				fake.Advance(step)
+				if !single.Allow().Allowed || !keyed.Allow("k").Allowed {
+					panic("a token refills every step")
+				}
+			})
+			assert.Zero(t, allow, "%v from t=%v: allocations per admitted Allow", r, start)
+			for single.Allow().Allowed {
+			}
+			for keyed.Allow("k").Allowed {
+			}
+			deny := testing.AllocsPerRun(200, func() {
+				if single.Allow().Allowed || keyed.Allow("k").Allowed {
+					panic("the limit is spent")
+				}
+			})
+			assert.Zero(t, deny, "%v from t=%v: allocations per denied Allow", r, start)
+		}
+	}
+}
+
 // TestFormChoice pins which form each rule gets.
 func TestFormChoice(t *testing.T) {
 	for _, tc := range []struct {
@@ -58,7 +100,7 @@ func TestFormChoice(t *testing.T) {
 		want any
 	}{
 		{rule(admit.TokenBucket, 5, 10*time.Second), &TokenBucket{}},
-		{rule(admit.TokenBucket, 3, 10*time.Second), &TokenBucketSnapshot{}}, // 3.33…s per token
+		{rule(admit.TokenBucket, 3, 10*time.Second), &TokenBucket{}}, // 3.33…s per token: scaled units
 		{rule(admit.FixedWindow, admit.MaxLimit, admit.MaxLimit*time.Nanosecond), &FixedWindow{}},
 		{rule(admit.FixedWindow, 1, 1), &FixedWindow{}},
 		{rule(admit.SlidingCounter, maxPackedCounterLimit, time.Hour), &slidingCounter{}},
@@ -76,11 +118,13 @@ func TestFormChoice(t *testing.T) {
 		require.NoError(t, err)
 		assert.IsType(t, tc.want, lim, "NewLimiter(%v)", tc.rule)
 	}
-	// New makes the same choice for the windows.
+	// New makes the same choice.
 	for _, tc := range []struct {
 		rule admit.Rule
 		want any
 	}{
+		{rule(admit.TokenBucket, 3, 10*time.Second), keyedTokenBucket[tbCell, *tbCell, uint64]{}},
+		{rule(admit.TokenBucket, 9999, time.Second), keyedTokenBucket[tbCell, *tbCell, uint64]{}},
 		{rule(admit.FixedWindow, 1, 1), &keyed[fwCell, *fwCell, *fwCodec]{}},
 		{rule(admit.SlidingCounter, 1000, 1<<19), &keyed[scCell, *scCell, *scCodec]{}},
 		{rule(admit.SlidingCounter, 1000, 1<<19-1), &keyed[scSnapCell, *scSnapCell, *kernel.SlidingCounter]{}},
@@ -93,8 +137,7 @@ func TestFormChoice(t *testing.T) {
 
 func TestConstructorErrors(t *testing.T) {
 	_, err := NewTokenBucket(rule(admit.TokenBucket, 3, 10*time.Second))
-	assert.ErrorIs(t, err, admit.ErrUnsupported)
-	assert.ErrorContains(t, err, "NewTokenBucketSnapshot")
+	assert.NoError(t, err, "every token-bucket rule packs")
 	_, err = NewTokenBucket(rule(admit.FixedWindow, 3, 10*time.Second))
 	assert.ErrorIs(t, err, admit.ErrInvalidRule)
 	_, err = NewTokenBucketSnapshot(rule(admit.SlidingLog, 3, 10*time.Second))
@@ -108,14 +151,16 @@ func TestConstructorErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "locked.New")
 }
 
-// TestPackedMatchesSnapshot: on rules that pack, the packed and the snapshot
-// token buckets give the same decisions on generated sequences with the clock
-// moving forwards, by huge jumps, and backwards.
+// TestPackedMatchesSnapshot: the packed and the snapshot token buckets give
+// the same decisions on generated sequences with the clock moving forwards,
+// by huge jumps (past the packed word's horizon, where it spills), and
+// backwards, for whole-nanosecond rules and others.
 func TestPackedMatchesSnapshot(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		limit := rapid.IntRange(1, 20).Draw(rt, "limit")
 		perToken := rapid.Int64Range(1, int64(time.Second)).Draw(rt, "perToken")
-		r := rule(admit.TokenBucket, limit, time.Duration(perToken*int64(limit)))
+		window := perToken*int64(limit) + rapid.Int64Range(0, int64(limit)-1).Draw(rt, "windowPlus")
+		r := rule(admit.TokenBucket, limit, time.Duration(window))
 		fake := clock.NewFake()
 		fake.Set(time.Duration(rapid.Int64Range(math.MinInt64/2, math.MaxInt64/2).Draw(rt, "start")))
 		packed, err := NewTokenBucket(r, admit.WithClock(fake))

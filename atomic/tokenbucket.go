@@ -1,7 +1,6 @@
 package atomic
 
 import (
-	"fmt"
 	satomic "sync/atomic"
 	"time"
 	"unsafe"
@@ -17,23 +16,30 @@ import (
 // [TokenBucket]'s state, and a keyed store's cell for one key (name is the
 // key there, unused in a TokenBucket).
 //
-//	bits[0:64]  the theoretical arrival time (TAT) in nanoseconds of the
-//	            limiter's clock, biased by 2^63 exactly as
-//	            kernel.TokenBucketState.TAT, so that 0 is a full bucket.
+//	bits[0:64]  the state in scaled units of 1/L' ns (L' = Limit/gcd(Limit,
+//	            Window)), as kernel.TokenBucket.Pack writes it: the TAT
+//	            times L' plus the fraction, biased by 2^63, so that 0 is a
+//	            full bucket. When Window/Limit is whole nanoseconds, L' = 1
+//	            and the word is the TAT in nanoseconds of the limiter's clock,
+//	            exactly kernel.TokenBucketState.TAT.
 //
-// The kernel's Frac is always 0 here, because the limiter is only built for
-// rules whose emission interval Window/Limit is whole nanoseconds
-// (kernel.TokenBucket.Packable). Horizon: none. The kernels clamp readings to
-// ±(2^62-1) ns around the clock's origin (146 years), and a TAT is a reading
-// plus at most one Window (<= 2^62 ns), so it always fits the word; past the
-// end of that range time stands still and the bucket keeps refusing beyond its
-// limit. TestPackedTokenBucketAtClockEnd pins that boundary.
+// Horizon: a state packs while its TAT lies within ±(MaxInt64/L' − 1) ns of
+// the clock's origin (kernel.TokenBucket.Horizon): every int64 TAT for L' =
+// 1, ±97.4 years for 3 per second, ±41.8 years for 7 per minute, ±10.7 days
+// for 9,999 per second. Past it nothing wraps and no decision changes: a
+// state that does not fit is spilled (hold.go), kept in a record under the
+// cell's hold mutex with the cell held, and decided there by the same
+// kernel, exactly and with no allocation, but under a mutex rather than by
+// one CAS, until a state fits again. TestPackHorizon and
+// TestTokenBucketSpill pin the boundary.
 //
-// The word 1 (a TAT of math.MinInt64+1 ns) is the keyed store's tombstone
-// (see keyed.go), and the word 2 the held value (see hold.go). The kernel
-// never writes either: every TAT it writes is a reading clamped to at least
-// -(2^62-1) ns, plus at least one nanosecond of cost. So a single-key bucket
-// never meets the tombstone, and a bucket is held only by a reservation.
+// The word 1 is the keyed store's tombstone (see keyed.go), and the word 2
+// the held value (see hold.go). Pack never returns either: with L' = 1,
+// every TAT the kernel writes is a reading clamped to at least -(2^62-1)
+// ns, plus at least one nanosecond of cost; with L' > 1 every packed value
+// is at least MinInt64 + L' + 1 before the bias. So a single-key bucket
+// never meets the tombstone, and a bucket is held only by a reservation or
+// a spill.
 type tbCell struct {
 	w    satomic.Uint64
 	name string
@@ -48,24 +54,38 @@ const (
 
 func (c *tbCell) load() uint64 { return c.w.Load() }
 
-func (c *tbCell) state(w uint64) (kernel.TokenBucketState, bool, bool) {
-	return kernel.TokenBucketState{TAT: w}, w == tbHeld, w == tbTombstone
+func (c *tbCell) state(k *tbKernel, w uint64) (kernel.TokenBucketState, bool, bool) {
+	return k.Unpack(w), w == tbHeld, w == tbTombstone
 }
 
-func (c *tbCell) cas(old uint64, s kernel.TokenBucketState) bool {
-	return c.w.CompareAndSwap(old, s.TAT)
+func (c *tbCell) fits(k *tbKernel, s kernel.TokenBucketState) bool {
+	_, ok := k.Pack(s)
+	return ok
+}
+
+func (c *tbCell) cas(k *tbKernel, old uint64, s kernel.TokenBucketState) bool {
+	w, _ := k.Pack(s) // the caller checked that s fits
+	return c.w.CompareAndSwap(old, w)
 }
 
 func (c *tbCell) casHeld(old uint64) bool { return c.w.CompareAndSwap(old, tbHeld) }
 
-func (c *tbCell) release(s kernel.TokenBucketState) { c.w.Store(s.TAT) }
+func (c *tbCell) release(k *tbKernel, s kernel.TokenBucketState) bool {
+	w, ok := k.Pack(s)
+	if ok {
+		c.w.Store(w)
+	}
+	return ok
+}
+
+func (c *tbCell) bury() { c.w.Store(tbTombstone) }
 
 func (c *tbCell) key() string       { return c.name }
 func (c *tbCell) setKey(key string) { c.name = key }
 
 // try is one attempt of the packed bucket's CAS loop, on the word old: it
-// decides, and publishes the new TAT if there is one. done is false if the
-// CAS failed, and the caller must load the word again and retry.
+// decides, and publishes the new state if there is one. done is false if
+// the CAS failed, and the caller must load the word again and retry.
 //
 // The tempting wrong version loads the word, decides, and Stores the result.
 // Two goroutines that load the same word both see the last token and both
@@ -74,19 +94,26 @@ func (c *tbCell) setKey(key string) { c.name = key }
 // the word is still the one it was computed from; otherwise the goroutine
 // recomputes from the new word.
 //
-// Linearization point: the successful CompareAndSwap for an admission; the
-// Load that returned the word it was computed from, for a denial or a probe
-// (they publish nothing). A stale reading of now needs no clamp here: the
-// kernel charges the debt the bucket has at that reading, which is never less
-// than at a later one, and the TAT it publishes never moves backwards.
-func (c *tbCell) try(k *kernel.TokenBucket, now time.Duration, n int, old uint64) (v kernel.Verdict, done bool) {
-	s := kernel.TokenBucketState{TAT: old}
+// Linearization point: the successful CompareAndSwap for an admission (to
+// the new word, or to the held value when the new state is past the word's
+// horizon and spills: see spill); the Load that returned the word it was
+// computed from, for a denial or a probe (they publish nothing). A stale
+// reading of now needs no clamp here: the kernel charges the debt the bucket
+// has at that reading, which is never less than at a later one, and the TAT
+// it publishes never moves backwards.
+func (c *tbCell) try(k *tbKernel, now time.Duration, n int, old uint64) (v kernel.Verdict, done bool) {
+	s := k.Unpack(old)
+	before := s
 	v = k.Decide(&s, now, n)
-	if s.TAT == old { // nothing to publish: a denial, a probe, or a saturated TAT
+	if s == before { // nothing to publish: a denial, a probe, or a saturated TAT
 		return v, true
 	}
+	w, ok := k.Pack(s)
+	if !ok {
+		return v, spill[uint64](k, c, unsafe.Pointer(c), old, s)
+	}
 	hook.Between(hook.BeforeCAS)
-	return v, c.w.CompareAndSwap(old, s.TAT)
+	return v, c.w.CompareAndSwap(old, w)
 }
 
 // decide is the single-key bucket's CAS loop (see try); a held bucket is
@@ -100,7 +127,7 @@ func (c *tbCell) decide(k *tbKernel, now time.Duration, n int) kernel.Verdict {
 			}
 			continue
 		}
-		if v, done := c.try(&k.TokenBucket, now, n, old); done {
+		if v, done := c.try(k, now, n, old); done {
 			return v
 		}
 	}
@@ -120,7 +147,7 @@ func (c *tbCell) decideKeyed(k *tbKernel, now time.Duration, n int, pause func()
 			if o != released {
 				return v, o == decided
 			}
-		} else if v, done := c.try(&k.TokenBucket, now, n, old); done {
+		} else if v, done := c.try(k, now, n, old); done {
 			return v, true
 		}
 		old = c.w.Load()
@@ -132,17 +159,20 @@ func (c *tbCell) decideKeyed(k *tbKernel, now time.Duration, n int, pause func()
 // wrong version checks freshness and then Stores the tombstone: an admission
 // published between the check and the Store would be erased with the cell,
 // and its key would start afresh with a second budget. The CAS from the
-// exact value judged fresh is the eviction's linearization point.
+// exact value judged fresh is the eviction's linearization point (for a
+// spilled cell, settleHeld's critical section).
 func (c *tbCell) evict(k *tbKernel, at time.Duration, floor *paddedInt64) bool {
 	old := c.w.Load()
 	if old == tbHeld {
-		settleHeld[uint64](k, c, unsafe.Pointer(c), at)
+		if settleHeld[uint64](k, c, unsafe.Pointer(c), at, floor) {
+			return true
+		}
 		old = c.w.Load()
 	}
 	if old == tbTombstone || old == tbHeld {
 		return false
 	}
-	s := kernel.TokenBucketState{TAT: old}
+	s := k.Unpack(old)
 	if !k.Fresh(&s, at) {
 		return false
 	}
@@ -176,7 +206,7 @@ func (c *tbSnapCell) setKey(key string) { c.name = key }
 
 func (c *tbSnapCell) load() *kernel.TokenBucketState { return c.p.Load() }
 
-func (c *tbSnapCell) state(p *kernel.TokenBucketState) (s kernel.TokenBucketState, held, tomb bool) {
+func (c *tbSnapCell) state(_ *tbKernel, p *kernel.TokenBucketState) (s kernel.TokenBucketState, held, tomb bool) {
 	switch p {
 	case nil:
 		return s, false, false
@@ -188,7 +218,9 @@ func (c *tbSnapCell) state(p *kernel.TokenBucketState) (s kernel.TokenBucketStat
 	return *p, false, false
 }
 
-func (c *tbSnapCell) cas(old *kernel.TokenBucketState, s kernel.TokenBucketState) bool {
+func (c *tbSnapCell) fits(*tbKernel, kernel.TokenBucketState) bool { return true }
+
+func (c *tbSnapCell) cas(_ *tbKernel, old *kernel.TokenBucketState, s kernel.TokenBucketState) bool {
 	return c.p.CompareAndSwap(old, &s)
 }
 
@@ -196,7 +228,12 @@ func (c *tbSnapCell) casHeld(old *kernel.TokenBucketState) bool {
 	return c.p.CompareAndSwap(old, tbSnapHeld)
 }
 
-func (c *tbSnapCell) release(s kernel.TokenBucketState) { c.p.Store(&s) }
+func (c *tbSnapCell) release(_ *tbKernel, s kernel.TokenBucketState) bool {
+	c.p.Store(&s)
+	return true
+}
+
+func (c *tbSnapCell) bury() { c.p.Store(tbSnapTombstone) }
 
 // decideKeyed is the CAS loop of the snapshot bucket; see tbCell.try for why
 // a CAS and where each decision takes effect, and tbCell.decideKeyed for
@@ -251,7 +288,7 @@ func (c *tbSnapCell) decide(k *tbKernel, now time.Duration, n int) kernel.Verdic
 func (c *tbSnapCell) evict(k *tbKernel, at time.Duration, floor *paddedInt64) bool {
 	cur := c.p.Load()
 	if cur == tbSnapHeld {
-		settleHeld[*kernel.TokenBucketState](k, c, unsafe.Pointer(c), at)
+		settleHeld[*kernel.TokenBucketState](k, c, unsafe.Pointer(c), at, floor)
 		cur = c.p.Load()
 	}
 	if cur == tbSnapTombstone || cur == tbSnapHeld {
@@ -274,10 +311,15 @@ func (c *tbSnapCell) evict(k *tbKernel, at time.Duration, floor *paddedInt64) bo
 // limiter admit has (see docs/algorithms.md for the measurements).
 //
 // It enforces the GCRA form of the token bucket (package admit describes the
-// semantics) and requires a rule whose emission interval Window/Limit is a
-// whole number of nanoseconds; [TokenBucketSnapshot] takes any rule. The zero
-// value is not usable; build one with [NewTokenBucket]. It is safe for
-// concurrent use.
+// semantics) for any token-bucket rule, exactly: the word keeps the
+// theoretical arrival time in units of 1/L' ns, L' = Limit/gcd(Limit,
+// Window), in which the emission interval Window/Limit is whole. The word
+// has a horizon only when Window/Limit is not whole nanoseconds: a state
+// whose TAT lies more than MaxInt64/L' ns from the clock's origin (97 years
+// for 3 per second, 10.7 days for 9,999 per second) is kept under a mutex
+// instead, with the same decisions and no allocation, until it fits again.
+// The zero value is not usable; build one with [NewTokenBucket]. It is safe
+// for concurrent use.
 type TokenBucket struct {
 	c     tbCell
 	k     tbKernel
@@ -289,16 +331,11 @@ type TokenBucket struct {
 func (l *TokenBucket) Rule() admit.Rule { return l.rule }
 
 // NewTokenBucket returns a packed token bucket for rule. It returns an error
-// wrapping [admit.ErrInvalidRule] for an invalid or non-token-bucket rule, and
-// [admit.ErrUnsupported] when Window/Limit is not whole nanoseconds.
+// wrapping [admit.ErrInvalidRule] for an invalid or non-token-bucket rule.
 func NewTokenBucket(rule admit.Rule, opts ...admit.Option) (*TokenBucket, error) {
 	k, set, err := tokenBucket(rule, opts)
 	if err != nil {
 		return nil, err
-	}
-	if !k.Packable() {
-		return nil, fmt.Errorf("%w: atomic.NewTokenBucket: %v emits a token every %d/%d ns, not a whole number of nanoseconds, so its state does not fit one word; use NewTokenBucketSnapshot",
-			admit.ErrUnsupported, rule, int64(rule.Window), rule.Limit)
 	}
 	return &TokenBucket{k: *newTBKernel(&k, 1), clock: set.Clock, rule: rule}, nil
 }
@@ -319,10 +356,10 @@ func (l *TokenBucket) AllowN(n int) (d admit.Decision) {
 
 // TokenBucketSnapshot is a lock-free token bucket for a single key whose state
 // is an immutable snapshot behind an atomic pointer. It takes any token-bucket
-// rule, exact to a fraction of a nanosecond, at the price of one 16-byte
-// allocation per admission (none per denial). Prefer [TokenBucket] when the
-// rule allows it. Build one with [NewTokenBucketSnapshot]; it is safe for
-// concurrent use.
+// rule, exact to a fraction of a nanosecond, with no horizon, at the price of
+// one 16-byte allocation per admission (none per denial). [TokenBucket] takes
+// every rule too and allocates nothing; prefer it. Build one with
+// [NewTokenBucketSnapshot]; it is safe for concurrent use.
 type TokenBucketSnapshot struct {
 	c     tbSnapCell
 	k     tbKernel

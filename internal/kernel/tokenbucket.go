@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"math"
 	"time"
 
 	"github.com/admit-go/admit"
@@ -33,6 +34,7 @@ type TokenBucket struct {
 	tokenNs  int64   // whole nanoseconds of T = W/L
 	tokenRem int64   // T's fraction, in units: W mod L
 	perToken divider // divides units by W
+	pack     packing // the one-word form of the state (Pack, Unpack)
 }
 
 // TokenBucketState is one key's bucket. The zero value is a full bucket.
@@ -51,15 +53,94 @@ const bias = 1 << 63
 // NewTokenBucket returns the kernel for rule, which must be valid.
 func NewTokenBucket(rule admit.Rule) *TokenBucket {
 	l, w := int64(rule.Limit), int64(rule.Window)
-	return &TokenBucket{limit: l, window: w, capacity: l * w, tokenNs: w / l, tokenRem: w % l, perToken: newDivider(w)}
+	return &TokenBucket{limit: l, window: w, capacity: l * w, tokenNs: w / l, tokenRem: w % l, perToken: newDivider(w), pack: newPacking(l, w)}
 }
 
 // Limit returns the rule's Limit.
 func (k *TokenBucket) Limit() int { return int(k.limit) }
 
-// Packable reports whether the whole state fits one word: when T is a whole
-// number of nanoseconds, Frac is always 0 and TAT alone is the state.
+// Packable reports whether the TAT alone is the state: when T is a whole
+// number of nanoseconds, Frac is always 0. Every rule's state also fits one
+// word in scaled units ([TokenBucket.Pack]), within a horizon.
 func (k *TokenBucket) Packable() bool { return k.tokenRem == 0 }
+
+// packing is the one-word form of a bucket's state, in scaled units of
+// 1/L' ns, where L' = L/gcd(L, W): the coarsest unit in which both a
+// reading (whole nanoseconds) and the emission interval T = W/L = W'/L' ns
+// are whole, so that the state (a TAT of whole nanoseconds plus a fraction
+// in units of 1/L ns, always a multiple of gcd(L, W), see Pack) is one
+// integer:
+//
+//	bits[0:64]  u = TAT·L' + Frac/g, biased by 2^63 (u ^ 1<<63), where
+//	            g = gcd(L, W) = L/L'; the zero word is the zero state (a full
+//	            bucket, TAT minus infinity)
+//
+// Horizon: u must fit an int64 and stay clear of the words 0, 1 and 2
+// (the zero state and the atomic variant's two sentinels), so a state packs
+// when its TAT lies within ±(⌊(2^63−1)/L'⌋ − 1) ns of the clock's origin.
+// With L' = 1 (T whole nanoseconds) that is every int64 TAT and the word is
+// the kernel's TAT field itself; with L' = 3 (3 per second) ±97.4 years,
+// L' = 7 (7 per minute) ±41.8 years, L' = 9999 (9,999 per second) ±10.7
+// days. A state past the horizon does not pack (Pack reports it), and the
+// variant keeps it some other way: the word does not wrap, and decisions stay
+// the kernel's. TestPackHorizon pins the bounds.
+type packing struct {
+	units   int64   // L': units in a nanosecond
+	step    int64   // g = L/L': the kernel's fraction units in one packed unit
+	maxTAT  int64   // the largest |TAT| that packs: MaxInt64/L' - 1
+	perUnit divider // divides by L'
+}
+
+func newPacking(l, w int64) packing {
+	a, b := l, w
+	for b != 0 {
+		a, b = b, a%b
+	}
+	u := l / a
+	return packing{units: u, step: a, maxTAT: math.MaxInt64/u - 1, perUnit: newDivider(u)}
+}
+
+// Units returns L', the scaled units of a nanosecond in which the state
+// packs: 1 when T is whole nanoseconds.
+func (k *TokenBucket) Units() int64 { return k.pack.units }
+
+// Horizon returns the largest |TAT| (in nanoseconds of the clock) whose
+// state packs in one word: MaxInt64/L' - 1, MaxInt64 when L' = 1.
+func (k *TokenBucket) Horizon() time.Duration {
+	if k.pack.units == 1 {
+		return math.MaxInt64
+	}
+	return time.Duration(k.pack.maxTAT)
+}
+
+// Pack returns s as one word (see packing for the bit map), and whether it
+// fits: false when its TAT lies past the horizon. Every word Pack returns
+// differs from 1 and 2, and is 0 only for the zero state. A state the kernel
+// wrote always has Frac a multiple of g = gcd(L, W): the fraction starts at 0
+// whenever the TAT restarts from a reading, and moves by W mod L (a
+// multiple of g), less L on a carry (a multiple of g).
+func (k *TokenBucket) Pack(s TokenBucketState) (uint64, bool) {
+	p := &k.pack
+	if p.units == 1 || s.TAT == 0 {
+		return s.TAT, true // the kernel writes neither word 1 nor 2 (tbCell's comment)
+	}
+	tat := int64(s.TAT ^ bias)
+	if tat > p.maxTAT || tat < -p.maxTAT {
+		return 0, false
+	}
+	return uint64(tat*p.units+s.Frac/p.step) ^ bias, true
+}
+
+// Unpack returns the state a word from Pack stands for.
+func (k *TokenBucket) Unpack(w uint64) TokenBucketState {
+	p := &k.pack
+	if p.units == 1 || w == 0 {
+		return TokenBucketState{TAT: w}
+	}
+	u := int64(w ^ bias)
+	tat := p.perUnit.floorDiv(u)
+	return TokenBucketState{TAT: uint64(tat) ^ bias, Frac: (u - tat*p.units) * p.step}
+}
 
 // debt returns the bucket's debt in units at reading now, saturated just above
 // capacity when the TAT is further ahead than any bucket could be in debt (a
