@@ -133,6 +133,30 @@ func (c *tbCell) decide(k *tbKernel, now time.Duration, n int) kernel.Verdict {
 	}
 }
 
+// allowOne is decide(k, now, 1), with kernel.TokenBucket.AllowOne as its
+// fast path: one load, the specialised arithmetic, one CAS. The CAS loop's
+// reasoning (the tempting wrong version, the linearization point) is try's:
+// an admission takes effect at its successful CompareAndSwap. Whatever
+// AllowOne declines (a held word, a denial, a reading outside its range)
+// goes to decide, which loads the word again and decides on what it finds.
+func (c *tbCell) allowOne(k *tbKernel, now time.Duration) kernel.Verdict {
+	for {
+		old := c.w.Load()
+		if old == tbHeld {
+			break
+		}
+		nw, v, ok := k.AllowOne(old, now)
+		if !ok {
+			break
+		}
+		hook.Between(hook.BeforeCAS)
+		if c.w.CompareAndSwap(old, nw) {
+			return v
+		}
+	}
+	return c.decide(k, now, 1)
+}
+
 // decideKeyed is the keyed store's CAS loop (see try): live is false if the
 // cell is a tombstone, and nothing was decided (see keyed.go). pause, when
 // not nil (tests only), is called after the first load of the word.
@@ -342,14 +366,20 @@ func NewTokenBucket(rule admit.Rule, opts ...admit.Option) (*TokenBucket, error)
 
 // Allow is AllowN(1).
 func (l *TokenBucket) Allow() (d admit.Decision) {
-	v := l.c.decide(&l.k, l.clock.Now(), 1)
+	v := l.c.allowOne(&l.k, l.clock.Now())
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
 
 // AllowN decides a request for n, with the semantics of [admit.Limiter].
 func (l *TokenBucket) AllowN(n int) (d admit.Decision) {
-	v := l.c.decide(&l.k, l.clock.Now(), n)
+	now := l.clock.Now()
+	var v kernel.Verdict
+	if n == 1 {
+		v = l.c.allowOne(&l.k, now)
+	} else {
+		v = l.c.decide(&l.k, now, n)
+	}
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }

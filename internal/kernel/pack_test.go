@@ -128,3 +128,71 @@ func TestPackRoundTrip(t *testing.T) {
 		}
 	})
 }
+
+// TestAllowOneEqualsDecide: the one-token fast path is the kernel. Over
+// random rules (whole-nanosecond and scaled, horizons long and short),
+// random packed states (from random admissions and reservations, and raw
+// words anywhere in the packed range) and readings (anywhere, at the ends of
+// the clock range and of the horizon, stale by up to two windows or by
+// anything), AllowOne either declines, or returns exactly Decide's Verdict
+// and the packed word of Decide's state; and it declines only for denials
+// and readings outside its range, so the test is not vacuous.
+func TestAllowOneEqualsDecide(t *testing.T) {
+	taken := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		limit := rapid.SampledFrom([]int{1, 2, 3, 7, 1000, 9999, rapid.IntRange(1, admit.MaxLimit).Draw(rt, "anyLimit")}).Draw(rt, "limit")
+		hi := int64(admit.MaxLimitTimesWindow) / int64(limit)
+		window := rapid.SampledFrom([]int64{int64(limit), int64(limit) + 1, int64(time.Second), int64(time.Minute), hi, rapid.Int64Range(int64(limit), hi).Draw(rt, "anyWindow")}).Draw(rt, "window")
+		r := tb(limit, time.Duration(max(int64(limit), min(window, hi))))
+		k := NewTokenBucket(r)
+		var s TokenBucketState
+		now := time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start"))
+		for i := range rapid.IntRange(1, 40).Draw(rt, "ops") {
+			switch rapid.IntRange(0, 5).Draw(rt, "move") {
+			case 0:
+				now = time.Duration(rapid.Int64().Draw(rt, "anywhere"))
+			case 1:
+				now = rapid.SampledFrom([]time.Duration{maxTime, minTime, maxTime + 1, k.Horizon() - r.Window, k.Horizon() - r.Window + 1, -k.Horizon(), -k.Horizon() - 1}).Draw(rt, "edge")
+			case 2:
+				if w := rapid.Uint64().Draw(rt, "word"); w > 2 {
+					s = k.Unpack(w) // any packed state, as found in a cell
+				}
+			default:
+				now += time.Duration(rapid.Int64Range(-2*min(int64(r.Window), 1<<60), 2*min(int64(r.Window), 1<<60)).Draw(rt, "step"))
+			}
+			w, packs := k.Pack(s)
+			if !packs {
+				s = TokenBucketState{}
+				w = 0
+			}
+			want := s
+			wantV := k.Decide(&want, now, 1)
+			nw, v, ok := k.AllowOne(w, now)
+			if ok {
+				taken++
+				wantW, _ := k.Pack(want)
+				if v != wantV || nw != wantW {
+					rt.Fatalf("%v op %d: AllowOne(%d, t=%d) = %d, %+v; Decide: %d (%+v), %+v", r, i, w, now, nw, v, wantW, want, wantV)
+				}
+				s = want
+				continue
+			}
+			inRange := now >= max(minTime, -k.Horizon()) && now <= min(maxTime, k.Horizon()-r.Window)
+			if k.Units() == 1 {
+				inRange = now >= minTime && now <= maxTime
+			}
+			if wantV.Allowed && inRange {
+				rt.Fatalf("%v op %d: AllowOne(%d, t=%d) declined an admission in its range (%+v)", r, i, w, now, wantV)
+			}
+			if rapid.Bool().Draw(rt, "reserve") {
+				k.Reserve(&s, now, rapid.IntRange(1, r.Limit).Draw(rt, "n"), time.Duration(rapid.Int64Range(0, 2*min(int64(r.Window), 1<<60)).Draw(rt, "maxWait")))
+			} else {
+				s = want
+			}
+		}
+	})
+	t.Logf("AllowOne decided %d admissions", taken)
+	if taken == 0 {
+		t.Fatal("AllowOne never took the fast path")
+	}
+}

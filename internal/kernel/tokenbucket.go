@@ -35,6 +35,7 @@ type TokenBucket struct {
 	tokenRem int64   // T's fraction, in units: W mod L
 	perToken divider // divides units by W
 	pack     packing // the one-word form of the state (Pack, Unpack)
+	one      oneToken
 }
 
 // TokenBucketState is one key's bucket. The zero value is a full bucket.
@@ -53,7 +54,9 @@ const bias = 1 << 63
 // NewTokenBucket returns the kernel for rule, which must be valid.
 func NewTokenBucket(rule admit.Rule) *TokenBucket {
 	l, w := int64(rule.Limit), int64(rule.Window)
-	return &TokenBucket{limit: l, window: w, capacity: l * w, tokenNs: w / l, tokenRem: w % l, perToken: newDivider(w), pack: newPacking(l, w)}
+	k := &TokenBucket{limit: l, window: w, capacity: l * w, tokenNs: w / l, tokenRem: w % l, perToken: newDivider(w), pack: newPacking(l, w)}
+	k.one = newOneToken(k)
+	return k
 }
 
 // Limit returns the rule's Limit.
@@ -324,4 +327,66 @@ func (k *TokenBucket) advance(tat, frac, costNs, costRem int64) (int64, int64) {
 		costNs++
 	}
 	return addSat(tat, costNs), frac
+}
+
+// oneToken is what AllowOne needs, precomputed in scaled units (packing).
+type oneToken struct {
+	lo, hi   int64   // the readings AllowOne takes: within the clock range, TAT + W packs
+	token    uint64  // T = W/L in units: W' = W/gcd(L, W)
+	room     uint64  // W - T in units: the most a bucket may owe before an admission
+	window   uint64  // W in units
+	perToken divider // divides units by T
+}
+
+func newOneToken(k *TokenBucket) oneToken {
+	u, w := k.pack.units, k.window
+	hi := int64(maxTime) // with u = 1, every TAT packs, and maxTime + W <= 2^63 - 1
+	if u > 1 {
+		hi = min(hi, k.pack.maxTAT-w)
+	}
+	token := w / k.pack.step
+	return oneToken{lo: max(minTime, -k.pack.maxTAT), hi: hi, token: uint64(token), room: uint64(w*u - token), window: uint64(w * u), perToken: newDivider(token)}
+}
+
+// AllowOne is Decide(s, now, 1) on the packed word of s (Pack), for the
+// call most limiters make most often: an admission of one token. It returns
+// the packed word of the state after the admission and the Verdict, with ok
+// true, or ok false when the request is denied or now lies outside the
+// readings it is specialised for (then nothing was decided: the caller takes
+// the general path, Unpack, Decide, Pack). w must be a word Pack returned,
+// not a sentinel of the caller's.
+//
+// It is a specialisation, not a second definition: in units of 1/L' ns the
+// packed word is the TAT itself, so GCRA for one token is max(TAT, now) +
+// T, one comparison of what the bucket owes before it with W − T, and
+// Remaining and ResetAfter from what it owes after. The range of now (the
+// kernels' clock range, and TAT + W within the horizon) rules out every
+// clamp, saturation and overflow the general path guards against, and the
+// zero word is a TAT of minus infinity as it stands (0 ^ 2^63 = MinInt64).
+// TestAllowOneEqualsDecide compares the two over random rules, states and
+// readings.
+func (k *TokenBucket) AllowOne(w uint64, now time.Duration) (nw uint64, v Verdict, ok bool) {
+	o := &k.one
+	if int64(now) < o.lo || int64(now) > o.hi {
+		return 0, v, false
+	}
+	nowU := int64(now) * k.pack.units
+	tatU := int64(w ^ bias)
+	base := nowU
+	if tatU > nowU {
+		if uint64(tatU-nowU) > o.room { // owes more than W - T: denied (the general path says by how much)
+			return 0, v, false
+		}
+		base = tatU
+	}
+	newU := base + int64(o.token)
+	owed := uint64(newU - nowU) // in (0, W] units
+	v.Allowed = true
+	v.Remaining = int(o.perToken.div(int64(o.window - owed)))
+	if k.pack.units == 1 {
+		v.ResetAfter = time.Duration(owed)
+	} else {
+		v.ResetAfter = time.Duration(k.pack.perUnit.ceilDiv(int64(owed)))
+	}
+	return uint64(newU) ^ bias, v, true
 }
