@@ -13,7 +13,6 @@ import (
 	"github.com/puzpuzpuz/xsync/v3"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
@@ -157,7 +156,7 @@ type keyed[C any, PC interface {
 	k       K
 	rule    admit.Rule
 	limit   int
-	clock   clock.Clock
+	clock   clockRef
 	seed    maphash.Seed
 	shift   uint          // a hash's ring is hash >> shift (64 for one ring: 0)
 	maxKeys int64         // WithMaxKeys, or 0 for no bound
@@ -202,7 +201,7 @@ func makeKeyed[C any, PC interface {
 		k:       k,
 		rule:    rule,
 		limit:   rule.Limit,
-		clock:   set.Clock,
+		clock:   newClockRef(set.Clock),
 		seed:    maphash.MakeSeed(),
 		shift:   uint(64 - bits.TrailingZeros(uint(n))),
 		maxKeys: int64(set.MaxKeys),
@@ -220,7 +219,7 @@ func (l *keyed[C, PC, K]) Rule() admit.Rule { return l.rule }
 
 // AllowN fills its named result from the cell's Verdict (see kernel.Verdict).
 func (l *keyed[C, PC, K]) AllowN(key string, n int) (d admit.Decision) {
-	now := l.clock.Now()
+	now := l.clock.now()
 	pause := l.takePause()
 	for {
 		c, ok := l.m.Load(key)
@@ -394,7 +393,7 @@ func (l *keyed[C, PC, K]) Len() int { return l.m.Size() }
 
 // Sweep implements [admit.Store].
 func (l *keyed[C, PC, K]) Sweep() int {
-	return l.sweepAt(evict.Reading(l.clock.Now()))
+	return l.sweepAt(evict.Reading(l.clock.now()))
 }
 
 // sweepAt evicts every cell that is fresh at reading at, ring by ring, and

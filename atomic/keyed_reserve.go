@@ -56,7 +56,7 @@ var (
 
 // ReserveN implements [admit.KeyedReserver]. Its loop is AllowN's.
 func (l keyedTokenBucket[C, PC, V]) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
-	now := l.clock.Now()
+	now := l.clock.now()
 	pause := l.takePause()
 	for {
 		c, ok := l.m.Load(key)
@@ -86,7 +86,7 @@ func (l keyedTokenBucket[C, PC, V]) ReserveN(key string, n int, maxWait time.Dur
 
 // CancelReservation implements [admit.KeyedReserver].
 func (l keyedTokenBucket[C, PC, V]) CancelReservation(key string, r admit.Reservation) bool {
-	now := l.clock.Now()
+	now := l.clock.now()
 	c, ok := l.m.Load(key)
 	if !ok {
 		return false // evicted as fresh: the reservation was due

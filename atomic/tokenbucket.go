@@ -6,7 +6,6 @@ import (
 	"unsafe"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/plumb"
@@ -347,7 +346,7 @@ func (c *tbSnapCell) evict(k *tbKernel, at time.Duration, floor *paddedInt64) bo
 type TokenBucket struct {
 	c     tbCell
 	k     tbKernel
-	clock clock.Clock
+	clock clockRef
 	rule  admit.Rule
 }
 
@@ -361,19 +360,19 @@ func NewTokenBucket(rule admit.Rule, opts ...admit.Option) (*TokenBucket, error)
 	if err != nil {
 		return nil, err
 	}
-	return &TokenBucket{k: *newTBKernel(&k, 1), clock: set.Clock, rule: rule}, nil
+	return &TokenBucket{k: *newTBKernel(&k, 1), clock: newClockRef(set.Clock), rule: rule}, nil
 }
 
 // Allow is AllowN(1).
 func (l *TokenBucket) Allow() (d admit.Decision) {
-	v := l.c.allowOne(&l.k, l.clock.Now())
+	v := l.c.allowOne(&l.k, l.clock.now())
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
 
 // AllowN decides a request for n, with the semantics of [admit.Limiter].
 func (l *TokenBucket) AllowN(n int) (d admit.Decision) {
-	now := l.clock.Now()
+	now := l.clock.now()
 	var v kernel.Verdict
 	if n == 1 {
 		v = l.c.allowOne(&l.k, now)
@@ -393,7 +392,7 @@ func (l *TokenBucket) AllowN(n int) (d admit.Decision) {
 type TokenBucketSnapshot struct {
 	c     tbSnapCell
 	k     tbKernel
-	clock clock.Clock
+	clock clockRef
 	rule  admit.Rule
 }
 
@@ -407,19 +406,19 @@ func NewTokenBucketSnapshot(rule admit.Rule, opts ...admit.Option) (*TokenBucket
 	if err != nil {
 		return nil, err
 	}
-	return &TokenBucketSnapshot{k: *newTBKernel(&k, 1), clock: set.Clock, rule: rule}, nil
+	return &TokenBucketSnapshot{k: *newTBKernel(&k, 1), clock: newClockRef(set.Clock), rule: rule}, nil
 }
 
 // Allow is AllowN(1).
 func (l *TokenBucketSnapshot) Allow() (d admit.Decision) {
-	v := l.c.decide(&l.k, l.clock.Now(), 1)
+	v := l.c.decide(&l.k, l.clock.now(), 1)
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
 
 // AllowN decides a request for n, with the semantics of [admit.Limiter].
 func (l *TokenBucketSnapshot) AllowN(n int) (d admit.Decision) {
-	v := l.c.decide(&l.k, l.clock.Now(), n)
+	v := l.c.decide(&l.k, l.clock.now(), n)
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }

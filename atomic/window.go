@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
 )
@@ -144,7 +143,7 @@ func (c *fwCell) evict(k *fwCodec, at time.Duration, floor *paddedInt64) bool {
 type FixedWindow struct {
 	c     fwCell
 	codec *fwCodec
-	clock clock.Clock
+	clock clockRef
 	rule  admit.Rule
 }
 
@@ -161,19 +160,19 @@ func NewFixedWindow(rule admit.Rule, opts ...admit.Option) (*FixedWindow, error)
 	if err != nil {
 		return nil, err
 	}
-	return &FixedWindow{codec: newFWCodec(rule), clock: set.Clock, rule: rule}, nil
+	return &FixedWindow{codec: newFWCodec(rule), clock: newClockRef(set.Clock), rule: rule}, nil
 }
 
 // Allow is AllowN(1).
 func (l *FixedWindow) Allow() (d admit.Decision) {
-	v := l.c.decide(l.codec, l.clock.Now(), 1)
+	v := l.c.decide(l.codec, l.clock.now(), 1)
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.codec.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
 
 // AllowN decides a request for n, with the semantics of [admit.Limiter].
 func (l *FixedWindow) AllowN(n int) (d admit.Decision) {
-	v := l.c.decide(l.codec, l.clock.Now(), n)
+	v := l.c.decide(l.codec, l.clock.now(), n)
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.codec.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
@@ -368,7 +367,7 @@ func (c *scSnapCell) evict(k *kernel.SlidingCounter, at time.Duration, floor *pa
 type slidingCounter struct {
 	c     scCell
 	codec *scCodec
-	clock clock.Clock
+	clock clockRef
 	rule  admit.Rule
 }
 
@@ -378,7 +377,7 @@ func (l *slidingCounter) Allow() admit.Decision { return l.AllowN(1) }
 
 // AllowN fills its named result from the cell's Verdict (see kernel.Verdict).
 func (l *slidingCounter) AllowN(n int) (d admit.Decision) {
-	v := l.c.decide(l.codec, l.clock.Now(), n)
+	v := l.c.decide(l.codec, l.clock.now(), n)
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.codec.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
@@ -388,7 +387,7 @@ func (l *slidingCounter) AllowN(n int) (d admit.Decision) {
 type slidingCounterSnapshot struct {
 	c     scSnapCell
 	k     *kernel.SlidingCounter
-	clock clock.Clock
+	clock clockRef
 	rule  admit.Rule
 }
 
@@ -398,7 +397,7 @@ func (l *slidingCounterSnapshot) Allow() admit.Decision { return l.AllowN(1) }
 
 // AllowN fills its named result from the cell's Verdict (see kernel.Verdict).
 func (l *slidingCounterSnapshot) AllowN(n int) (d admit.Decision) {
-	v := l.c.decide(l.k, l.clock.Now(), n)
+	v := l.c.decide(l.k, l.clock.now(), n)
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
