@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/plumb"
@@ -130,30 +131,6 @@ func (c *tbCell) decide(k *tbKernel, now time.Duration, n int) kernel.Verdict {
 			return v
 		}
 	}
-}
-
-// allowOne is decide(k, now, 1), with kernel.TokenBucket.AllowOne as its
-// fast path: one load, the specialised arithmetic, one CAS. The CAS loop's
-// reasoning (the tempting wrong version, the linearization point) is try's:
-// an admission takes effect at its successful CompareAndSwap. Whatever
-// AllowOne declines (a held word, a denial, a reading outside its range)
-// goes to decide, which loads the word again and decides on what it finds.
-func (c *tbCell) allowOne(k *tbKernel, now time.Duration) kernel.Verdict {
-	for {
-		old := c.w.Load()
-		if old == tbHeld {
-			break
-		}
-		nw, v, ok := k.AllowOne(old, now)
-		if !ok {
-			break
-		}
-		hook.Between(hook.BeforeCAS)
-		if c.w.CompareAndSwap(old, nw) {
-			return v
-		}
-	}
-	return c.decide(k, now, 1)
 }
 
 // decideKeyed is the keyed store's CAS loop (see try): live is false if the
@@ -364,21 +341,47 @@ func NewTokenBucket(rule admit.Rule, opts ...admit.Option) (*TokenBucket, error)
 }
 
 // Allow is AllowN(1).
+//
+// It is tbCell.decide(k, now, 1) with kernel.TokenBucket.AllowOne as its
+// fast path, written out here so that the clock read, the load, the
+// specialised arithmetic and the CAS share one frame (every call and every
+// five-field Decision copied between frames costs instructions on the
+// hottest path admit has). The CAS loop's reasoning, the tempting wrong
+// version and the linearization point, is tbCell.try's: an admission takes
+// effect at its successful CompareAndSwap. Whatever AllowOne declines (a
+// denial, a reading outside its range) and a held word go to decide, which
+// loads the word again and decides on what it finds.
 func (l *TokenBucket) Allow() (d admit.Decision) {
-	v := l.c.allowOne(&l.k, l.clock.now())
+	var now time.Duration
+	if l.clock.sys {
+		now = clock.System().Now() // devirtualized: see clockRef
+	} else {
+		now = l.clock.c.Now()
+	}
+	for {
+		old := l.c.w.Load()
+		nw, owed, ok := l.k.AllowOne(old, now)
+		if !ok || old == tbHeld {
+			break
+		}
+		hook.Between(hook.BeforeCAS)
+		if l.c.w.CompareAndSwap(old, nw) {
+			d.Allowed, d.Limit = true, l.rule.Limit
+			d.Remaining, d.ResetAfter = l.k.OneVerdict(owed)
+			return d
+		}
+	}
+	v := l.c.decide(&l.k, now, 1)
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
 
 // AllowN decides a request for n, with the semantics of [admit.Limiter].
 func (l *TokenBucket) AllowN(n int) (d admit.Decision) {
-	now := l.clock.now()
-	var v kernel.Verdict
 	if n == 1 {
-		v = l.c.allowOne(&l.k, now)
-	} else {
-		v = l.c.decide(&l.k, now, n)
+		return l.Allow()
 	}
+	v := l.c.decide(&l.k, l.clock.now(), n)
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }

@@ -167,9 +167,11 @@ func TestAllowOneEqualsDecide(t *testing.T) {
 			}
 			want := s
 			wantV := k.Decide(&want, now, 1)
-			nw, v, ok := k.AllowOne(w, now)
+			nw, owed, ok := k.AllowOne(w, now)
 			if ok {
 				taken++
+				v := Verdict{Allowed: true}
+				v.Remaining, v.ResetAfter = k.OneVerdict(owed)
 				wantW, _ := k.Pack(want)
 				if v != wantV || nw != wantW {
 					rt.Fatalf("%v op %d: AllowOne(%d, t=%d) = %d, %+v; Decide: %d (%+v), %+v", r, i, w, now, nw, v, wantW, want, wantV)

@@ -331,8 +331,10 @@ func (k *TokenBucket) advance(tat, frac, costNs, costRem int64) (int64, int64) {
 
 // oneToken is what AllowOne needs, precomputed in scaled units (packing).
 type oneToken struct {
-	lo, hi   int64   // the readings AllowOne takes: within the clock range, TAT + W packs
-	token    uint64  // T = W/L in units: W' = W/gcd(L, W)
+	lo       int64   // the earliest reading AllowOne takes: the clock range's start, or the horizon's
+	span     uint64  // the readings it takes are lo..lo+span: the clock range, with TAT + W packing
+	units    int64   // L' (packing.units)
+	token    int64   // T = W/L in units: W' = W/gcd(L, W)
 	room     uint64  // W - T in units: the most a bucket may owe before an admission
 	window   uint64  // W in units
 	perToken divider // divides units by T
@@ -340,53 +342,54 @@ type oneToken struct {
 
 func newOneToken(k *TokenBucket) oneToken {
 	u, w := k.pack.units, k.window
-	hi := int64(maxTime) // with u = 1, every TAT packs, and maxTime + W <= 2^63 - 1
+	lo, hi := max(minTime, -k.pack.maxTAT), int64(maxTime) // with u = 1 every TAT packs, and maxTime + W <= 2^63 - 1
 	if u > 1 {
-		hi = min(hi, k.pack.maxTAT-w)
+		hi = min(hi, k.pack.maxTAT-w) // >= lo: W·L' <= L·W <= 2^62, so W <= maxTAT
 	}
 	token := w / k.pack.step
-	return oneToken{lo: max(minTime, -k.pack.maxTAT), hi: hi, token: uint64(token), room: uint64(w*u - token), window: uint64(w * u), perToken: newDivider(token)}
+	return oneToken{lo: lo, span: uint64(hi - lo), units: u, token: token, room: uint64(w*u - token), window: uint64(w * u), perToken: newDivider(token)}
 }
 
-// AllowOne is Decide(s, now, 1) on the packed word of s (Pack), for the
+// AllowOne is Decide(s, now, 1) on the packed word w of s (Pack), for the
 // call most limiters make most often: an admission of one token. It returns
-// the packed word of the state after the admission and the Verdict, with ok
-// true, or ok false when the request is denied or now lies outside the
-// readings it is specialised for (then nothing was decided: the caller takes
-// the general path, Unpack, Decide, Pack). w must be a word Pack returned,
-// not a sentinel of the caller's.
+// the packed word of the state after the admission and what the bucket then
+// owes, in units (for OneVerdict), with ok true; or ok false when the
+// request is denied or now lies outside the readings it is specialised for,
+// and then nothing was decided: the caller takes the general path (Unpack,
+// Decide, Pack). w must be a word Pack returned, not a sentinel of the
+// caller's. It is small enough to inline into the caller's CAS loop.
 //
 // It is a specialisation, not a second definition: in units of 1/L' ns the
 // packed word is the TAT itself, so GCRA for one token is max(TAT, now) +
-// T, one comparison of what the bucket owes before it with W − T, and
-// Remaining and ResetAfter from what it owes after. The range of now (the
-// kernels' clock range, and TAT + W within the horizon) rules out every
-// clamp, saturation and overflow the general path guards against, and the
-// zero word is a TAT of minus infinity as it stands (0 ^ 2^63 = MinInt64).
-// TestAllowOneEqualsDecide compares the two over random rules, states and
-// readings.
-func (k *TokenBucket) AllowOne(w uint64, now time.Duration) (nw uint64, v Verdict, ok bool) {
+// T, admitted when what the bucket owes before it is at most W − T. The
+// range of now (the kernels' clock range, and TAT + W within the horizon)
+// rules out every clamp, saturation and overflow the general path guards
+// against (an owed amount is a difference below 2^64, taken unsigned), and
+// the zero word is a TAT of minus infinity as it stands (0 ^ 2^63 =
+// MinInt64). TestAllowOneEqualsDecide compares the two over random rules,
+// states and readings.
+func (k *TokenBucket) AllowOne(w uint64, now time.Duration) (nw, owed uint64, ok bool) {
 	o := &k.one
-	if int64(now) < o.lo || int64(now) > o.hi {
-		return 0, v, false
+	if uint64(int64(now)-o.lo) > o.span {
+		return 0, 0, false
 	}
-	nowU := int64(now) * k.pack.units
-	tatU := int64(w ^ bias)
-	base := nowU
-	if tatU > nowU {
-		if uint64(tatU-nowU) > o.room { // owes more than W - T: denied (the general path says by how much)
-			return 0, v, false
-		}
-		base = tatU
+	nowU := int64(now) * o.units
+	base := max(int64(w^bias), nowU)
+	if uint64(base-nowU) > o.room { // owes more than W − T: denied (the general path says by how much)
+		return 0, 0, false
 	}
-	newU := base + int64(o.token)
-	owed := uint64(newU - nowU) // in (0, W] units
-	v.Allowed = true
-	v.Remaining = int(o.perToken.div(int64(o.window - owed)))
-	if k.pack.units == 1 {
-		v.ResetAfter = time.Duration(owed)
-	} else {
-		v.ResetAfter = time.Duration(k.pack.perUnit.ceilDiv(int64(owed)))
+	return uint64(base+o.token) ^ bias, uint64(base-nowU) + uint64(o.token), true
+}
+
+// OneVerdict returns the Remaining and ResetAfter of AllowOne's admission
+// after which the bucket owes owed units (RetryAfter is 0): whole tokens
+// left, by multiply-and-shift, and the wait until full, rounded up to whole
+// nanoseconds.
+func (k *TokenBucket) OneVerdict(owed uint64) (remaining int, resetAfter time.Duration) {
+	o := &k.one
+	remaining = int(o.perToken.div(int64(o.window - owed)))
+	if o.units == 1 {
+		return remaining, time.Duration(owed)
 	}
-	return uint64(newU) ^ bias, v, true
+	return remaining, time.Duration(k.pack.perUnit.ceilDiv(int64(owed)))
 }
