@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
 )
@@ -164,14 +165,42 @@ func NewFixedWindow(rule admit.Rule, opts ...admit.Option) (*FixedWindow, error)
 }
 
 // Allow is AllowN(1).
+//
+// It is fwCell.decide(codec, now, 1) with kernel.FixedWindow.AllowOne as its
+// fast path, in one frame, as TokenBucket.Allow does; the CAS loop's
+// reasoning and linearization point are fwCell.try's. What AllowOne declines
+// (a denial, a stale reading, one outside the clock range) goes to decide.
 func (l *FixedWindow) Allow() (d admit.Decision) {
-	v := l.c.decide(l.codec, l.clock.now(), 1)
-	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.codec.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
+	var now time.Duration
+	if l.clock.sys {
+		now = clock.System().Now() // devirtualized: see clockRef
+	} else {
+		now = l.clock.c.Now()
+	}
+	k := l.codec
+	for {
+		old := l.c.w.Load()
+		s := k.unpack(old)
+		v, ok := k.k.AllowOne(&s, now)
+		if !ok {
+			break
+		}
+		hook.Between(hook.BeforeCAS)
+		if l.c.w.CompareAndSwap(old, k.pack(s)) {
+			d.Allowed, d.Limit, d.Remaining, d.ResetAfter = true, l.rule.Limit, v.Remaining, v.ResetAfter
+			return d
+		}
+	}
+	v := l.c.decide(k, now, 1)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, k.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
 
 // AllowN decides a request for n, with the semantics of [admit.Limiter].
 func (l *FixedWindow) AllowN(n int) (d admit.Decision) {
+	if n == 1 {
+		return l.Allow()
+	}
 	v := l.c.decide(l.codec, l.clock.now(), n)
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.codec.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d

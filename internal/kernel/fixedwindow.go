@@ -90,3 +90,33 @@ func (k *FixedWindow) Fresh(s *FixedWindowState, now time.Duration) bool {
 	_, count := k.current(s, int64(now))
 	return count == 0
 }
+
+// AllowOne is Decide(s, now, 1) for the call most limiters make most often,
+// an admission of one request in the current window or a later one. It
+// advances *s and returns the Verdict with ok true, or returns ok false,
+// leaving *s alone, when the request is denied, the reading is stale (its
+// window is older than the state's) or it lies outside the clock range; the
+// caller then takes the general path, Decide.
+//
+// It is a specialisation, not a second definition: within the clock range
+// no clamp applies and the window's end (idx+1)·W is at most 2^62 − 1 + W <
+// 2^63, so nothing saturates; the rest is Decide's arithmetic for n = 1
+// with the stale branch left out. TestFixedWindowAllowOneEqualsDecide
+// compares the two over random rules, states and readings.
+func (k *FixedWindow) AllowOne(s *FixedWindowState, now time.Duration) (v Verdict, ok bool) {
+	if now < minTime || now > maxTime {
+		return v, false
+	}
+	idx := k.perWindow.floorDiv(int64(now))
+	count := s.Count
+	if count == 0 || idx > s.Window {
+		count = 0
+	} else if idx < s.Window || count >= k.limit {
+		return v, false
+	}
+	*s = FixedWindowState{Window: idx, Count: count + 1}
+	v.Allowed = true
+	v.Remaining = int(k.limit - count - 1)
+	v.ResetAfter = time.Duration((idx+1)*k.window - int64(now))
+	return v, true
+}
