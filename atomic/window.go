@@ -402,10 +402,39 @@ type slidingCounter struct {
 
 func (l *slidingCounter) Rule() admit.Rule { return l.rule }
 
-func (l *slidingCounter) Allow() admit.Decision { return l.AllowN(1) }
+// Allow is FixedWindow.Allow for the sliding counter, with
+// kernel.SlidingCounter.AllowOne as the fast path of scCell.decide.
+func (l *slidingCounter) Allow() (d admit.Decision) {
+	var now time.Duration
+	if l.clock.sys {
+		now = clock.System().Now() // devirtualized: see clockRef
+	} else {
+		now = l.clock.c.Now()
+	}
+	k := l.codec
+	for {
+		old := l.c.w.Load()
+		s := k.unpack(old)
+		v, ok := k.k.AllowOne(&s, now)
+		if !ok {
+			break
+		}
+		hook.Between(hook.BeforeCAS)
+		if l.c.w.CompareAndSwap(old, k.pack(s)) {
+			d.Allowed, d.Limit, d.Remaining, d.ResetAfter = true, l.rule.Limit, v.Remaining, v.ResetAfter
+			return d
+		}
+	}
+	v := l.c.decide(k, now, 1)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, k.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
+}
 
 // AllowN fills its named result from the cell's Verdict (see kernel.Verdict).
 func (l *slidingCounter) AllowN(n int) (d admit.Decision) {
+	if n == 1 {
+		return l.Allow()
+	}
 	v := l.c.decide(l.codec, l.clock.now(), n)
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.codec.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d

@@ -248,3 +248,55 @@ func TestFixedWindowAllowOneEqualsDecide(t *testing.T) {
 		t.Fatal("AllowOne never took the fast path")
 	}
 }
+
+// TestSlidingCounterAllowOneEqualsDecide: the sliding counter's one-request fast
+// path is the kernel, over random rules, states (from random sequences, and
+// arbitrary ones) and readings (anywhere, at the clock range's ends, stale),
+// and it declines only denials, stale readings and readings outside the
+// clock range.
+func TestSlidingCounterAllowOneEqualsDecide(t *testing.T) {
+	taken := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		limit := rapid.SampledFrom([]int{1, 2, 3, 1000, rapid.IntRange(1, admit.MaxLimit).Draw(rt, "anyLimit")}).Draw(rt, "limit")
+		hi := int64(admit.MaxLimitTimesWindow) / int64(limit)
+		window := rapid.SampledFrom([]int64{int64(limit), int64(time.Second), hi, rapid.Int64Range(int64(limit), hi).Draw(rt, "anyWindow")}).Draw(rt, "window")
+		r := rule(admit.SlidingCounter, limit, time.Duration(max(int64(limit), min(window, hi))))
+		k := NewSlidingCounter(r)
+		var s SlidingCounterState
+		now := time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start"))
+		for i := range rapid.IntRange(1, 40).Draw(rt, "ops") {
+			switch rapid.IntRange(0, 5).Draw(rt, "move") {
+			case 0:
+				now = time.Duration(rapid.Int64().Draw(rt, "anywhere"))
+			case 1:
+				now = rapid.SampledFrom([]time.Duration{maxTime, minTime, maxTime + 1, minTime - 1}).Draw(rt, "edge")
+			case 2:
+				s = SlidingCounterState{
+					Window: k.Index(time.Duration(rapid.Int64().Draw(rt, "at"))),
+					Prev:   rapid.Int64Range(0, int64(limit)).Draw(rt, "prev"),
+					Curr:   rapid.Int64Range(0, int64(limit)).Draw(rt, "curr"),
+				}
+			default:
+				now += time.Duration(rapid.Int64Range(-2*min(int64(r.Window), 1<<60), 2*min(int64(r.Window), 1<<60)).Draw(rt, "step"))
+			}
+			want := s
+			wantV := k.Decide(&want, now, 1)
+			got := s
+			v, ok := k.AllowOne(&got, now)
+			if ok {
+				taken++
+				if v != wantV || got != want {
+					rt.Fatalf("%v op %d: AllowOne(%+v, t=%d) = %+v, %+v; Decide: %+v, %+v", r, i, s, now, v, got, wantV, want)
+				}
+			} else if got != s {
+				rt.Fatalf("%v op %d: AllowOne declined but moved the state", r, i)
+			} else if wantV.Allowed && now >= minTime && now <= maxTime && (s.Prev == 0 && s.Curr == 0 || k.Index(now) >= s.Window) {
+				rt.Fatalf("%v op %d: AllowOne(%+v, t=%d) declined an admission in its range", r, i, s, now)
+			}
+			s = want
+		}
+	})
+	if taken == 0 {
+		t.Fatal("AllowOne never took the fast path")
+	}
+}

@@ -154,3 +154,48 @@ func (k *SlidingCounter) Fresh(s *SlidingCounterState, now time.Duration) bool {
 	_, _, prev, curr := k.current(s, int64(now))
 	return prev == 0 && curr == 0
 }
+
+// AllowOne is Decide(s, now, 1) for the call most limiters make most often,
+// an admission of one request in the current window or a later one. It
+// advances *s and returns the Verdict with ok true, or returns ok false,
+// leaving *s alone, when the request is denied, the reading is stale (its
+// window is older than the state's) or it lies outside the clock range; the
+// caller then takes the general path, Decide.
+//
+// It is a specialisation, not a second definition: within the clock range no
+// clamp applies and a window's start idx·W lies within one window of the
+// reading, so nothing saturates there; the roll forward, the fit, Remaining
+// and ResetAfter are Decide's for n = 1 with the stale branch left out.
+// TestSlidingCounterAllowOneEqualsDecide compares the two over random rules,
+// states and readings.
+func (k *SlidingCounter) AllowOne(s *SlidingCounterState, now time.Duration) (v Verdict, ok bool) {
+	if now < minTime || now > maxTime {
+		return v, false
+	}
+	idx := k.perWindow.floorDiv(int64(now))
+	start := idx * k.window
+	elapsed := int64(now) - start
+	var prev, curr int64
+	if s.Prev != 0 || s.Curr != 0 {
+		switch idx - s.Window {
+		case 0:
+			prev, curr = s.Prev, s.Curr
+		case 1:
+			prev = s.Curr
+		default:
+			if idx < s.Window {
+				return v, false
+			}
+		}
+	}
+	if !k.fits(elapsed, prev, curr, 1) {
+		return v, false
+	}
+	curr++
+	*s = SlidingCounterState{Window: idx, Prev: prev, Curr: curr}
+	room := k.perWindow.div(k.limit*k.window - prev*(k.window-elapsed))
+	v.Allowed = true
+	v.Remaining = int(max(0, min(room-curr, k.limit)))
+	v.ResetAfter = time.Duration(k.untilIdle(start, prev, curr, int64(now)))
+	return v, true
+}
