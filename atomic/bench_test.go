@@ -149,3 +149,56 @@ func BenchmarkKeyed(b *testing.B) {
 		})
 	}
 }
+
+// stepClock advances by step at every reading, so that a limiter whose
+// rule refills one token every step admits every call.
+type stepClock struct {
+	t    satomic.Int64
+	step time.Duration
+}
+
+func (c *stepClock) Now() time.Duration { return time.Duration(c.t.Add(int64(c.step))) }
+
+// BenchmarkScaledRules compares serial admitted Allows of token buckets
+// whose emission interval is whole nanoseconds (5 per 10s) with rules whose
+// word is kept in scaled units (3 per second, 7 per minute, 9,999 per
+// second), single-key and keyed (one key), on a step clock that refills one
+// token per call, so every call is admitted: the scaled rules must allocate
+// nothing and cost about what the whole-nanosecond rule costs.
+func BenchmarkScaledRules(b *testing.B) {
+	for _, r := range []string{"token-bucket,5,10s", "token-bucket,3,1s", "token-bucket,7,1m", "token-bucket,9999,1s"} {
+		rule, err := admit.ParseRule(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		step := (rule.Window + time.Duration(rule.Limit) - 1) / time.Duration(rule.Limit) // one token, rounded up
+		for _, form := range []string{"single", "keyed"} {
+			b.Run("rule="+r+"/form="+form, func(b *testing.B) {
+				ck := &stepClock{step: step}
+				allow := func() bool { return false }
+				if form == "single" {
+					lim, err := admitatomic.NewLimiter(rule, admit.WithClock(ck))
+					if err != nil {
+						b.Fatal(err)
+					}
+					allow = func() bool { return lim.Allow().Allowed }
+				} else {
+					lim, err := admitatomic.New(rule, admit.WithClock(ck))
+					if err != nil {
+						b.Fatal(err)
+					}
+					allow = func() bool { return lim.Allow("k").Allowed }
+				}
+				allow()
+				admitted := 0
+				b.ReportAllocs()
+				for b.Loop() {
+					if allow() {
+						admitted++
+					}
+				}
+				b.ReportMetric(float64(admitted)/float64(b.N), "admitted/op")
+			})
+		}
+	}
+}
