@@ -57,6 +57,16 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./policy/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseJSON$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./policy/
 
+## mutate: mutation testing with gremlins (pinned in tools/mutate/run.sh) of
+## internal/kernel, the root package, atomic, internal/evict, locked and
+## sharded, each against its own tests in short mode: the mutants killed and
+## alive per package, and the survivors by file and line. About 45 minutes on
+## 2 cores; not part of make test. docs/stress.md, "Mutation testing", has the
+## scores and the equivalent mutants.
+.PHONY: mutate
+mutate:
+	GO=$(GO) ./tools/mutate/run.sh
+
 ## bench: the full benchmark suite (bench/, its own module) against the peer
 ## libraries: results in bench/results/full.txt, benchstat tables, and
 ## docs/benchmarks.md with its charts regenerated. Under 20 minutes on 2 cores.
