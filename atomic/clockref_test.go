@@ -31,7 +31,10 @@ func TestClockRef(t *testing.T) {
 	assert.False(t, r.sys)
 	assert.Equal(t, time.Duration(7), r.now())
 	coarse := new(clock.CoarseClock) // stopped: reads the system clock, through its own Now
-	assert.False(t, newClockRef(coarse).sys)
+	r = newClockRef(coarse)
+	assert.False(t, r.sys)
+	assert.Same(t, coarse, r.coarse)
+	assert.Positive(t, r.now())
 }
 
 // TestSystemClockInSynctest: a limiter on the system clock, read directly,

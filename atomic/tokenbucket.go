@@ -355,6 +355,8 @@ func (l *TokenBucket) Allow() (d admit.Decision) {
 	var now time.Duration
 	if l.clock.sys {
 		now = clock.System().Now() // devirtualized: see clockRef
+	} else if l.clock.coarse != nil {
+		now = l.clock.coarse.Now()
 	} else {
 		now = l.clock.c.Now()
 	}

@@ -174,6 +174,8 @@ func (l *FixedWindow) Allow() (d admit.Decision) {
 	var now time.Duration
 	if l.clock.sys {
 		now = clock.System().Now() // devirtualized: see clockRef
+	} else if l.clock.coarse != nil {
+		now = l.clock.coarse.Now()
 	} else {
 		now = l.clock.c.Now()
 	}
@@ -408,6 +410,8 @@ func (l *slidingCounter) Allow() (d admit.Decision) {
 	var now time.Duration
 	if l.clock.sys {
 		now = clock.System().Now() // devirtualized: see clockRef
+	} else if l.clock.coarse != nil {
+		now = l.clock.coarse.Now()
 	} else {
 		now = l.clock.c.Now()
 	}

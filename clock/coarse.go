@@ -76,6 +76,12 @@ func (c *CoarseClock) Now() time.Duration {
 	if v := c.now.Load(); v != 0 {
 		return time.Duration(v - 1)
 	}
+	return c.read()
+}
+
+// read is Now's slow path, outlined so that Now inlines into a caller that
+// holds a *CoarseClock: a reading of the source clock.
+func (c *CoarseClock) read() time.Duration {
 	if c.src == nil {
 		return System().Now()
 	}
