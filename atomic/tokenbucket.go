@@ -355,10 +355,10 @@ func (l *TokenBucket) Allow() (d admit.Decision) {
 	var now time.Duration
 	if l.clock.sys {
 		now = clock.System().Now() // devirtualized: see clockRef
-	} else if l.clock.coarse != nil {
-		now = l.clock.coarse.Now()
-	} else {
+	} else if l.clock.coarse == nil {
 		now = l.clock.c.Now()
+	} else {
+		now = l.clock.coarseNow()
 	}
 	for {
 		old := l.c.w.Load()

@@ -174,10 +174,10 @@ func (l *FixedWindow) Allow() (d admit.Decision) {
 	var now time.Duration
 	if l.clock.sys {
 		now = clock.System().Now() // devirtualized: see clockRef
-	} else if l.clock.coarse != nil {
-		now = l.clock.coarse.Now()
-	} else {
+	} else if l.clock.coarse == nil {
 		now = l.clock.c.Now()
+	} else {
+		now = l.clock.coarseNow()
 	}
 	k := l.codec
 	for {
@@ -410,10 +410,10 @@ func (l *slidingCounter) Allow() (d admit.Decision) {
 	var now time.Duration
 	if l.clock.sys {
 		now = clock.System().Now() // devirtualized: see clockRef
-	} else if l.clock.coarse != nil {
-		now = l.clock.coarse.Now()
-	} else {
+	} else if l.clock.coarse == nil {
 		now = l.clock.c.Now()
+	} else {
+		now = l.clock.coarseNow()
 	}
 	k := l.codec
 	for {
