@@ -8,7 +8,13 @@
 // a system call, so every limiter here reads a step clock instead (a plain
 // field advanced 1µs per reading, never a system call), and the instructions
 // of a loop that only reads that same clock through the same interface are
-// subtracted (the "net" column).
+// subtracted (the "net" column). The "-sysclock" rows run the limiters on
+// the real clock, each library's default, and subtract a loop that reads the
+// real clock the same way (time.Since of an origin for admit's
+// clock.System(), time.Now() for the peers): the system call's kernel
+// instructions are counted in neither, its user-space ones in both, so their
+// net is what a limiter adds to one clock read, the dispatch to the clock
+// included.
 //
 // Each measurement runs the limiter twice under callgrind, for N1 and N2
 // calls, collecting only inside the measured loop (--toggle-collect), and
@@ -69,6 +75,8 @@ const (
 	viaTimeClock baseline = "base-timeclock" // uber, juju: a Now() time.Time read through an interface
 	viaTimeAdd   baseline = "base-timeadd"   // x/time/rate: the caller advances a time.Time and passes it
 	viaNothing   baseline = "base-call"      // the floor: the loop and the dynamic call alone
+	viaSince     baseline = "base-since"     // admit on clock.System(): time.Since of a fixed origin, the real clock
+	viaNow       baseline = "base-now"       // peers on their default clock: time.Now(), the real clock
 )
 
 type impl struct {
@@ -92,6 +100,9 @@ var (
 	fwRule = admit.Rule{Algorithm: admit.FixedWindow, Limit: 1_000_000_000, Window: time.Second}
 	scRule = admit.Rule{Algorithm: admit.SlidingCounter, Limit: 15, Window: 128 * time.Nanosecond} // packs: Limit < 2^16, Window >= 2^(2·4−1) ns
 	slRule = admit.Rule{Algorithm: admit.SlidingLog, Limit: 4096, Window: time.Millisecond}
+	// scaledRule's emission interval, 1000/999,999 ns, is not whole
+	// nanoseconds: its word is kept in units of 1/999,999 ns (L' = 999,999).
+	scaledRule = admit.Rule{Algorithm: admit.TokenBucket, Limit: 999_999, Window: time.Millisecond}
 )
 
 func withStep() admit.Option { return admit.WithClock(new(durClock)) }
@@ -99,6 +110,9 @@ func withStep() admit.Option { return admit.WithClock(new(durClock)) }
 var impls = []impl{
 	{"atomic-packed", "token-bucket", viaClock, "admitatomic.NewTokenBucket", func() limiter {
 		return must(admitatomic.NewTokenBucket(tbRule, withStep()))
+	}},
+	{"atomic-packed-scaled", "token-bucket", viaClock, "admitatomic.NewTokenBucket, 999,999 per ms: the word in units of 1/999,999 ns", func() limiter {
+		return must(admitatomic.NewTokenBucket(scaledRule, withStep()))
 	}},
 	{"atomic-snapshot", "token-bucket", viaClock, "admitatomic.NewTokenBucketSnapshot (allocates 16 B per admission)", func() limiter {
 		return must(admitatomic.NewTokenBucketSnapshot(tbRule, withStep()))
@@ -131,6 +145,28 @@ var impls = []impl{
 		return juju{ratelimit.NewBucketWithRateAndClock(1e9, 1_000_000, &timeClock{t: time.Unix(1, 0)})}
 	}},
 	{"floor-cas", "-", viaNothing, "one Load and one CompareAndSwap, no clock", func() limiter { return new(casFloor) }},
+	// The same limiters on the real clock, each library's default: admit's
+	// clock.System() (time.Since of an origin), time.Now() for the peers. Under
+	// valgrind the clock read is a system call whose kernel instructions
+	// callgrind does not count; its user-space instructions are the same in
+	// the impl and in its baseline, which reads the same clock the same way,
+	// so net is what the limiter adds to one clock read.
+	{"atomic-packed-sysclock", "token-bucket", viaSince, "admitatomic.NewTokenBucket on clock.System()", func() limiter {
+		return must(admitatomic.NewTokenBucket(tbRule))
+	}},
+	{"atomic-packed-sysclock", "fixed-window", viaSince, "admitatomic.NewFixedWindow on clock.System()", func() limiter {
+		return must(admitatomic.NewFixedWindow(fwRule))
+	}},
+	{"atomic-packed-sysclock", "sliding-counter", viaSince, "admitatomic.NewLimiter on clock.System(), a rule that packs", func() limiter {
+		return must(admitatomic.NewLimiter(scRule))
+	}},
+	{"xtime-rate-sysclock", "token-bucket", viaNow, "rate.Limiter.Allow() (time.Now inside)", func() limiter {
+		return xtimeNow{rate.NewLimiter(1e9, 1_000_000)}
+	}},
+	{"uber-ratelimit-nowait-sysclock", "token-bucket", viaNow, "ratelimit.New(10^6, Per(1ms)).Take on its default clock, never waits", func() limiter {
+		return uberTake{uber.New(1_000_000, uber.Per(time.Millisecond))}
+	}},
+	{"floor-since+cas", "-", viaSince, "time.Since of an origin, one Load and one CompareAndSwap", func() limiter { return new(sinceCASFloor) }},
 }
 
 var baselines = []impl{
@@ -138,6 +174,32 @@ var baselines = []impl{
 	{string(viaTimeClock), "-", "", "reads a step Now() time.Time through an interface", func() limiter { return &timeClockOnly{c: &timeClock{t: time.Unix(1, 0)}} }},
 	{string(viaTimeAdd), "-", "", "advances a time.Time by 1µs", func() limiter { return &timeAddOnly{t: time.Unix(1, 0)} }},
 	{string(viaNothing), "-", "", "returns an admitted Decision", func() limiter { return callOnly{} }},
+	{string(viaSince), "-", "", "reads time.Since of a fixed origin (the real clock)", func() limiter { return sinceOnly{} }},
+	{string(viaNow), "-", "", "reads time.Now() (the real clock)", func() limiter { return nowOnly{} }},
+}
+
+// origin is the fixed instant the real-clock baselines measure from, as
+// clock.System() does.
+var origin = time.Now()
+
+type xtimeNow struct{ l *rate.Limiter }
+
+func (x xtimeNow) Allow() admit.Decision { return admit.Decision{Allowed: x.l.Allow()} }
+
+type sinceOnly struct{}
+
+func (sinceOnly) Allow() admit.Decision { return admit.Decision{Allowed: time.Since(origin) > 0} }
+
+type nowOnly struct{}
+
+func (nowOnly) Allow() admit.Decision { return admit.Decision{Allowed: time.Now().UnixNano() > 0} }
+
+type sinceCASFloor struct{ w atomic.Int64 }
+
+func (f *sinceCASFloor) Allow() admit.Decision {
+	now := int64(time.Since(origin))
+	v := f.w.Load()
+	return admit.Decision{Allowed: f.w.CompareAndSwap(v, max(v, now)+1)}
 }
 
 type xtimeAt struct {
