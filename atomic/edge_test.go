@@ -3,6 +3,8 @@ package atomic_test
 import (
 	"math"
 	"math/bits"
+	"sync"
+	satomic "sync/atomic"
 	"testing"
 	"time"
 
@@ -280,5 +282,55 @@ func TestHorizonRegressions(t *testing.T) {
 				t.Errorf("%s step %d: keyed AllowN(t=%d, %q, %d) = %+v, want %+v", r, i, st.at, "k", st.n, got, exp)
 			}
 		}
+	}
+}
+
+// TestTokenBucketSpillHammer: goroutines racing on a 9,999-per-second
+// bucket whose word crosses its horizon during the race (the clock frozen
+// just short of it, so that the first admissions pack and the later ones
+// spill), and on one frozen far past it (every admission spilled), single-key
+// and keyed, admit exactly the limit: no admission is lost or doubled where
+// the state leaves the word, nor under the spilled state's mutex. The
+// goroutines start together on a channel; nothing sleeps.
+func TestTokenBucketSpillHammer(t *testing.T) {
+	r := admit.Rule{Algorithm: admit.TokenBucket, Limit: 9999, Window: time.Second}
+	const horizon = math.MaxInt64/9999 - 1
+	for _, at := range []time.Duration{horizon - time.Second + 500*time.Millisecond, horizon + time.Hour} {
+		fake := clock.NewFake()
+		fake.Set(at)
+		single, err := admitatomic.NewLimiter(r, admit.WithClock(fake))
+		require.NoError(t, err)
+		keyed, err := admitatomic.New(r, admit.WithClock(fake))
+		require.NoError(t, err)
+		for name, allow := range map[string]func(n int) bool{
+			"single": func(n int) bool { return single.AllowN(n).Allowed },
+			"keyed":  func(n int) bool { return keyed.AllowN("k", n).Allowed },
+		} {
+			var admitted satomic.Int64
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					n := 1 + g%3 // weights 1, 2 and 3
+					for misses := 0; misses < 3; {
+						if allow(n) {
+							admitted.Add(int64(n))
+						} else if n > 1 {
+							n--
+						} else {
+							misses++
+						}
+					}
+				}()
+			}
+			close(start)
+			wg.Wait()
+			require.Equal(t, int64(r.Limit), admitted.Load(), "%s at t=%d: admitted", name, at)
+			require.False(t, allow(1), "%s at t=%d: the bucket is spent", name, at)
+		}
+		require.True(t, admitatomic.Held(single.(*admitatomic.TokenBucket)), "at t=%d the state spilled", at)
 	}
 }

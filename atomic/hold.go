@@ -194,6 +194,19 @@ func spill[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointer, ol
 	st := k.holds.of(ptr)
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	// old was loaded before the mutex: another spill (or a reservation)
+	// may have held the cell since, and its record must not be touched.
+	// While the value is still old, a state, the cell is not held, and only
+	// the mutex's holder can hold it: no record exists, and one written
+	// here may be deleted again if a lock-free admission moves the value
+	// before the CAS. (The tempting shortcut writes the record without this
+	// check: a second spiller racing on the same old value then overwrites
+	// the first one's record and, its CAS failing, deletes it, leaving a
+	// held cell without a state, which the next call reads as a full
+	// bucket.)
+	if c.load() != old {
+		return false
+	}
 	if st.m == nil {
 		st.m = make(map[unsafe.Pointer]heldRec)
 	}
