@@ -334,3 +334,71 @@ func TestTokenBucketSpillHammer(t *testing.T) {
 		require.True(t, admitatomic.Held(single.(*admitatomic.TokenBucket)), "at t=%d the state spilled", at)
 	}
 }
+
+// TestSpillReservations: around a 9,999-per-second bucket's horizon, where
+// its state moves between the word, the spilled record and a reservation's
+// hold, generated sequences of AllowN, ReserveN and CancelReservation (with
+// the clock moving both ways) decide exactly as the locked reference, single
+// key and keyed (with sweeps, which evict spilled cells once fresh).
+func TestSpillReservations(t *testing.T) {
+	r := admit.Rule{Algorithm: admit.TokenBucket, Limit: 9999, Window: time.Second}
+	const horizon = math.MaxInt64/9999 - 1
+	rapid.Check(t, func(rt *rapid.T) {
+		fake := clock.NewFake()
+		fake.Set(horizon - time.Duration(rapid.Int64Range(0, int64(2*time.Second)).Draw(rt, "start")))
+		single, err := admitatomic.NewTokenBucket(r, admit.WithClock(fake))
+		require.NoError(rt, err)
+		ref, err := locked.NewLimiter(r, admit.WithClock(fake))
+		require.NoError(rt, err)
+		keyedLim, err := admitatomic.New(r, admit.WithClock(fake))
+		require.NoError(rt, err)
+		keyedRef, err := locked.New(r, admit.WithClock(fake))
+		require.NoError(rt, err)
+		keyed, kref := keyedLim.(admit.KeyedReserver), keyedRef.(admit.KeyedReserver)
+		type pair struct{ got, want admit.Reservation }
+		var held []pair
+		var heldKeyed []pair
+		for i := range rapid.IntRange(1, 60).Draw(rt, "ops") {
+			switch rapid.IntRange(0, 5).Draw(rt, "op") {
+			case 0:
+				fake.Set(fake.Now() + time.Duration(rapid.Int64Range(-int64(time.Second), int64(time.Second)).Draw(rt, "step")))
+			case 1:
+				n := rapid.IntRange(1, r.Limit).Draw(rt, "n")
+				maxWait := time.Duration(rapid.Int64Range(0, int64(3*time.Second)).Draw(rt, "maxWait"))
+				g, gok := single.ReserveN(n, maxWait)
+				w, wok := ref.(admit.Reserver).ReserveN(n, maxWait)
+				if gok != wok || g.Delay != w.Delay {
+					rt.Fatalf("op %d: ReserveN(t=%d, %d, %v) = %v, %v; want %v, %v", i, fake.Now(), n, maxWait, g.Delay, gok, w.Delay, wok)
+				}
+				held = append(held, pair{g, w})
+				g, gok = keyed.ReserveN("k", n, maxWait)
+				w, wok = kref.ReserveN("k", n, maxWait)
+				if gok != wok || g.Delay != w.Delay {
+					rt.Fatalf("op %d: keyed ReserveN(t=%d, %d, %v) = %v, %v; want %v, %v", i, fake.Now(), n, maxWait, g.Delay, gok, w.Delay, wok)
+				}
+				heldKeyed = append(heldKeyed, pair{g, w})
+			case 2:
+				if len(held) > 0 {
+					j := rapid.IntRange(0, len(held)-1).Draw(rt, "which")
+					if g, w := single.CancelReservation(held[j].got), ref.(admit.Reserver).CancelReservation(held[j].want); g != w {
+						rt.Fatalf("op %d: CancelReservation(t=%d) = %v, want %v", i, fake.Now(), g, w)
+					}
+					if g, w := keyed.CancelReservation("k", heldKeyed[j].got), kref.CancelReservation("k", heldKeyed[j].want); g != w {
+						rt.Fatalf("op %d: keyed CancelReservation(t=%d) = %v, want %v", i, fake.Now(), g, w)
+					}
+				}
+			case 3:
+				keyedLim.(admit.Store).Sweep()
+				keyedRef.(admit.Store).Sweep()
+			default:
+				n := rapid.SampledFrom([]int{0, 1, 1, 2, 100, r.Limit}).Draw(rt, "allowN")
+				if g, w := single.AllowN(n), ref.AllowN(n); g != w {
+					rt.Fatalf("op %d: AllowN(t=%d, %d) = %+v, want %+v", i, fake.Now(), n, g, w)
+				}
+				if g, w := keyedLim.AllowN("k", n), keyedRef.AllowN("k", n); g != w {
+					rt.Fatalf("op %d: keyed AllowN(t=%d, %d) = %+v, want %+v", i, fake.Now(), n, g, w)
+				}
+			}
+		}
+	})
+}
