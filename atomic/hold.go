@@ -44,7 +44,8 @@ import (
 // before the cancellation). Holding the cell puts every call on a held key
 // under one mutex; there are few such calls, since a key is held only while
 // a waiter sleeps on it and a bucket that owes a waiter denies everything
-// else. Calls on cells that are not held pay one comparison.
+// else (or while its state is past the packed word's horizon, below).
+// Calls on cells that are not held pay one comparison.
 //
 // A held cell is not fresh, so no sweep evicts it; a sweep that meets one
 // shows its hold the sweep's reading first (settleHeld), so that a key held

@@ -31,7 +31,8 @@ import (
 // cell's hold mutex with the cell held, and decided there by the same
 // kernel, exactly and with no allocation, but under a mutex rather than by
 // one CAS, until a state fits again. TestPackHorizon and
-// TestTokenBucketSpill pin the boundary.
+// TestTokenBucketSpillBoundary pin the boundary; TestTokenBucketSpillHammer
+// and TestSpillReservations race and replay the spill.
 //
 // The word 1 is the keyed store's tombstone (see keyed.go), and the word 2
 // the held value (see hold.go). Pack never returns either: with L' = 1,
