@@ -466,7 +466,7 @@ func measure(out string, n1, n2 int) error {
 	fmt.Fprintf(w, "# Instructions per serial Allow, counted by valgrind's callgrind (%s, %s, %s/%s)\n",
 		strings.TrimSpace(string(vg)), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	fmt.Fprintf(w, "# date: %s\n", time.Now().UTC().Format(time.RFC3339))
-	fmt.Fprintf(w, "# method: (Ir(%d calls) - Ir(%d calls)) / %d, collected inside %s only; every call admitted; clocks are step clocks (no system call)\n", n2, n1, n2-n1, loopSymbol)
+	fmt.Fprintf(w, "# method: (Ir(%d calls) - Ir(%d calls)) / %d, collected inside %s only; every call admitted; clocks are step clocks (no system call), except in the -sysclock rows, which read each library's real default clock\n", n2, n1, n2-n1, loopSymbol)
 	fmt.Fprintf(w, "# net = gross - the baseline loop that reads the same clock the same way (the loop, the dynamic call, the clock read)\n")
 	fmt.Fprintf(w, "# columns: impl algo gross net baseline note\n")
 	for _, b := range baselines {
