@@ -138,7 +138,7 @@ func (k *SlidingCounter) earliest(start, elapsed, prev, curr, n int64) int64 {
 func (k *SlidingCounter) untilIdle(start, prev, curr, now int64) int64 {
 	switch {
 	case curr > 0:
-		return wait(addSat(start, 2*k.window), now)
+		return wait(addSat(addSat(start, k.window), k.window), now) // 2W may exceed MaxInt64
 	case prev > 0:
 		return wait(addSat(start, k.window), now)
 	}

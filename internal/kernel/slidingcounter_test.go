@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -150,4 +151,16 @@ func TestSlidingCounterLargeProducts(t *testing.T) {
 			assert.True(t, call(4*w, limit).Allowed, "two windows on, both counts are gone")
 		})
 	}
+}
+
+// TestSlidingCounterLongestWindow: the longest window a rule may have, 2^62
+// ns, reports the wait of two windows until idle (saturated), not 0: 2W
+// does not fit an int64.
+func TestSlidingCounterLongestWindow(t *testing.T) {
+	k := NewSlidingCounter(admit.Rule{Algorithm: admit.SlidingCounter, Limit: 1, Window: 1 << 62})
+	var s SlidingCounterState
+	d := k.Allow(&s, 0, 1)
+	require.True(t, d.Allowed)
+	assert.Equal(t, time.Duration(math.MaxInt64), d.ResetAfter, "ResetAfter saturates at the end of time")
+	assert.False(t, k.Fresh(&s, 1<<62), "one window later the admission still counts as the previous window")
 }
