@@ -205,3 +205,37 @@ func TestTokenBucketFracCarry(t *testing.T) {
 		}
 	}
 }
+
+// TestAllowOneClockEnds: the windows' one-request fast paths take every
+// reading of the clock range, its two ends included, and decide there as
+// Decide does; a reading outside it is declined (Decide clamps it).
+func TestAllowOneClockEnds(t *testing.T) {
+	fwk := NewFixedWindow(fw(3, time.Second))
+	sck := NewSlidingCounter(sc(3, time.Second))
+	for _, c := range []struct {
+		now time.Duration
+		ok  bool
+	}{
+		{minTime, true},
+		{maxTime, true},
+		{minTime - 1, false},
+		{maxTime + 1, false},
+	} {
+		var s, sd FixedWindowState
+		v, ok := fwk.AllowOne(&s, c.now)
+		if ok != c.ok {
+			t.Errorf("FixedWindow.AllowOne(fresh, %d) ok = %t, want %t", c.now, ok, c.ok)
+		}
+		if want := fwk.Decide(&sd, c.now, 1); ok && (v != want || s != sd) {
+			t.Errorf("FixedWindow.AllowOne(fresh, %d) = %+v, state %+v; Decide: %+v, state %+v", c.now, v, s, want, sd)
+		}
+		var cs, csd SlidingCounterState
+		cv, ok := sck.AllowOne(&cs, c.now)
+		if ok != c.ok {
+			t.Errorf("SlidingCounter.AllowOne(fresh, %d) ok = %t, want %t", c.now, ok, c.ok)
+		}
+		if want := sck.Decide(&csd, c.now, 1); ok && (cv != want || cs != csd) {
+			t.Errorf("SlidingCounter.AllowOne(fresh, %d) = %+v, state %+v; Decide: %+v, state %+v", c.now, cv, cs, want, csd)
+		}
+	}
+}
