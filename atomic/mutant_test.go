@@ -8,6 +8,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/evict"
+	"github.com/admit-go/admit/internal/kernel"
 )
 
 // Tests that kill mutants `make mutate` found alive; the survivors no test
@@ -200,18 +201,75 @@ func TestSweepAndHolds(t *testing.T) {
 	if d := lim.Allow("k"); d.Allowed {
 		t.Fatalf("Allow at 0.5s admitted on a bucket that owes a reservation: %+v", d)
 	}
+	fake.Set(2 * time.Second) // the sweep sees the tokens due, but the bucket owes one
+	if n := store.Sweep(); n != 0 || store.Len() != 1 {
+		t.Fatalf("Sweep at 2s evicted %d keys, leaving %d; want 0, leaving 1", n, store.Len())
+	}
+	if d := lim.AllowN("k", 2); d.Allowed {
+		t.Fatalf("AllowN(2) at 2s admitted on a bucket that owes a token: %+v", d)
+	}
 	fake.Set(3*time.Second + evict.Slack) // the bucket is full at 3s
 	if n := store.Sweep(); n != 1 || store.Len() != 0 {
 		t.Errorf("Sweep at 3s+slack evicted %d keys, leaving %d; want 1, leaving 0", n, store.Len())
 	}
 }
 
-// TestSnapshotCounterProbeDenyAllocs: a sliding counter too wide to pack
-// (a snapshot) allocates only to publish an admission: a probe and a denial
-// allocate nothing, single-key or keyed.
-func TestSnapshotCounterProbeDenyAllocs(t *testing.T) {
-	r := admit.Rule{Algorithm: admit.SlidingCounter, Limit: 1 << 16, Window: time.Hour}
+// TestSpilledSweep: a bucket whose state lies past the packed word's
+// horizon is kept in its cell's hold record (spilled); a sweep evicts it once
+// it is fresh, and not before.
+func TestSpilledSweep(t *testing.T) {
+	r := admit.Rule{Algorithm: admit.TokenBucket, Limit: 9999, Window: time.Second} // horizon ±10.7 days
 	fake := clock.NewFake()
+	t0 := kernel.NewTokenBucket(r).Horizon() + time.Hour
+	fake.Set(t0)
+	lim, err := New(r, admit.WithClock(fake), admit.WithShards(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := lim.(admit.Store)
+	if d := lim.AllowN("k", 9999); !d.Allowed {
+		t.Fatalf("AllowN(9999) past the horizon denied: %+v", d)
+	}
+	fake.Set(t0 + time.Second/2)
+	if n := store.Sweep(); n != 0 || store.Len() != 1 {
+		t.Fatalf("Sweep of a spilled bucket that owes evicted %d keys, leaving %d; want 0, leaving 1", n, store.Len())
+	}
+	if d := lim.Allow("k"); d.Allowed != true || d.Remaining != 4998 {
+		t.Fatalf("Allow half a window on = %+v, want admitted with 4998 left", d)
+	}
+	fake.Set(t0 + 2*time.Second + evict.Slack)
+	if n := store.Sweep(); n != 1 || store.Len() != 0 {
+		t.Errorf("Sweep of a full spilled bucket evicted %d keys, leaving %d; want 1, leaving 0", n, store.Len())
+	}
+}
+
+// TestSnapshotProbeDenyAllocs: the snapshot forms (the token bucket's
+// TokenBucketSnapshot, a sliding counter too wide to pack) allocate only to
+// publish an admission: a probe and a denial allocate nothing.
+func TestSnapshotProbeDenyAllocs(t *testing.T) {
+	fake := clock.NewFake()
+	tb, err := NewTokenBucketSnapshot(admit.Rule{Algorithm: admit.TokenBucket, Limit: 3, Window: time.Second}, admit.WithClock(fake))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{0, 4, -1} { // a probe and impossible requests publish nothing
+		if d := tb.AllowN(n); d.Allowed != (n == 0) {
+			t.Fatalf("AllowN(%d) on a fresh bucket = %+v", n, d)
+		}
+		if p := tb.c.p.Load(); p != nil {
+			t.Errorf("TokenBucketSnapshot: AllowN(%d) on a fresh bucket published the state %+v", n, *p)
+		}
+	}
+	tb.AllowN(3)
+	if a := testing.AllocsPerRun(100, func() {
+		if d := tb.AllowN(1); d.Allowed {
+			panic(fmt.Sprintf("AllowN(1) on a spent bucket = %+v", d))
+		}
+	}); a != 0 {
+		t.Errorf("TokenBucketSnapshot: %v allocations per denied AllowN(1)", a)
+	}
+
+	r := admit.Rule{Algorithm: admit.SlidingCounter, Limit: 1 << 16, Window: time.Hour}
 	single, err := NewLimiter(r, admit.WithClock(fake))
 	if err != nil {
 		t.Fatal(err)
