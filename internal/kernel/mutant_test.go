@@ -239,3 +239,43 @@ func TestAllowOneClockEnds(t *testing.T) {
 		}
 	}
 }
+
+// TestPruneHolds: PruneHolds examines up to limit entries other than skip's,
+// keeps the live ones (showing them the reading) and drops the others: a
+// state moved on, a key the store no longer holds, tokens due.
+func TestPruneHolds(t *testing.T) {
+	k := NewTokenBucket(tb(1, time.Second))
+	var s TokenBucketState
+	var live Hold
+	k.Decide(&s, 0, 1)
+	if _, _, tr := k.ReserveHold(&s, &live, 0, 1, time.Hour); tr == 0 { // due at 1s
+		t.Fatal("no hold")
+	}
+	moved := s
+	moved.TAT++
+	states := map[string]TokenBucketState{"live": s, "moved": moved, "due": {}, "skip": moved}
+	state := func(key string) (TokenBucketState, bool) {
+		st, ok := states[key]
+		return st, ok
+	}
+	const now = 500 * time.Millisecond
+	spent := Hold{Ticket: live.Ticket + 1} // its After, the zero state, was due long ago
+	hs := map[string]Hold{"live": live, "moved": live, "gone": live, "due": spent, "skip": live}
+	PruneHolds(k, hs, now, 10, "skip", state)
+	seen := live
+	seen.Seen = now
+	if len(hs) != 2 || hs["live"] != seen || hs["skip"] != live {
+		t.Errorf("after PruneHolds: %+v; want only live (seen at %v) and skip (untouched)", hs, now)
+	}
+
+	for _, limit := range []int{0, 1, 2, 3} {
+		hs := map[string]Hold{"a": spent, "b": spent, "c": spent, "skip": spent}
+		PruneHolds(k, hs, now, limit, "skip", func(string) (TokenBucketState, bool) { return TokenBucketState{}, true })
+		if want := 4 - limit; len(hs) != want {
+			t.Errorf("limit %d: %d entries left of 4, want %d", limit, len(hs), want)
+		}
+		if _, ok := hs["skip"]; !ok {
+			t.Errorf("limit %d: skip's entry was dropped", limit)
+		}
+	}
+}
