@@ -42,7 +42,7 @@ fi
 #              set each mutant's timeout, and a cached run would time at ~0
 #   -trimpath  builds of the workers' copies of the module share the build
 #              cache (without it, a copy's directory is part of every key)
-GOFLAGS="${GOFLAGS:-} -short -count=1 -trimpath"
+GOFLAGS="${GOFLAGS:+$GOFLAGS }-short -count=1 -trimpath"
 export GOFLAGS
 
 # The default mutators, plus the bitwise ones (the packed words) and && <-> ||.
