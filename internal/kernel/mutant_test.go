@@ -3,6 +3,8 @@ package kernel
 import (
 	"testing"
 	"time"
+
+	"github.com/admit-go/admit"
 )
 
 // Tests that kill mutants `make mutate` found alive: each pins a boundary or
@@ -276,6 +278,20 @@ func TestPruneHolds(t *testing.T) {
 		}
 		if _, ok := hs["skip"]; !ok {
 			t.Errorf("limit %d: skip's entry was dropped", limit)
+		}
+	}
+}
+
+// TestPackZeroWord: the zero word is the zero state (a fresh bucket) both
+// ways, whatever the packing's units.
+func TestPackZeroWord(t *testing.T) {
+	for _, r := range []admit.Rule{tb(1, time.Second), tb(3, time.Second), tb(9999, time.Second)} {
+		k := NewTokenBucket(r)
+		if s := k.Unpack(0); s != (TokenBucketState{}) {
+			t.Errorf("%v (units %d): Unpack(0) = %+v, want the zero state", r, k.Units(), s)
+		}
+		if w, ok := k.Pack(TokenBucketState{}); w != 0 || !ok {
+			t.Errorf("%v (units %d): Pack(zero state) = %d, %t; want 0, true", r, k.Units(), w, ok)
 		}
 	}
 }
