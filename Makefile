@@ -60,9 +60,9 @@ fuzz:
 ## mutate: mutation testing with gremlins (pinned in tools/mutate/run.sh) of
 ## internal/kernel, the root package, atomic, internal/evict, locked and
 ## sharded, each against its own tests in short mode: the mutants killed and
-## alive per package, and the survivors by file and line. About 45 minutes on
-## 2 cores; not part of make test. docs/stress.md, "Mutation testing", has the
-## scores and the equivalent mutants.
+## alive per package, and the survivors by file and line. About half an hour
+## on 2 cores; not part of make test. docs/stress.md, "Mutation testing",
+## has the scores and the equivalent mutants.
 .PHONY: mutate
 mutate:
 	GO=$(GO) ./tools/mutate/run.sh
