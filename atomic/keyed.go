@@ -184,8 +184,6 @@ func newKeyed[C any, PC interface {
 	switch l := any(l).(type) {
 	case *keyed[tbCell, *tbCell, *tbKernel]:
 		return keyedTokenBucket[tbCell, *tbCell, uint64]{l}
-	case *keyed[tbSnapCell, *tbSnapCell, *tbKernel]:
-		return keyedTokenBucket[tbSnapCell, *tbSnapCell, *kernel.TokenBucketState]{l}
 	}
 	return l
 }

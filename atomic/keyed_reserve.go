@@ -35,22 +35,22 @@ import (
 // eviction's check is on the value it swaps out, whatever the value's
 // history.
 
-// reserverCell is a token-bucket cell: tbCell (V uint64) or tbSnapCell (V a
-// snapshot pointer).
+// reserverCell is a keyed token-bucket cell: tbCell, V its uint64 word
+// (every token-bucket rule packs; the snapshot cell serves only the
+// single-key TokenBucketSnapshot).
 type reserverCell[C any, V comparable] interface {
 	*C
 	kcell[*tbKernel]
 	holdCell[V]
 }
 
-// keyedTokenBucket is the keyed token bucket; C is tbCell or tbSnapCell.
+// keyedTokenBucket is the keyed token bucket; C is tbCell.
 type keyedTokenBucket[C any, PC reserverCell[C, V], V comparable] struct {
 	*keyed[C, PC, *tbKernel]
 }
 
 var (
 	_ admit.KeyedReserver = keyedTokenBucket[tbCell, *tbCell, uint64]{}
-	_ admit.KeyedReserver = keyedTokenBucket[tbSnapCell, *tbSnapCell, *kernel.TokenBucketState]{}
 	_ admit.Store         = keyedTokenBucket[tbCell, *tbCell, uint64]{}
 )
 

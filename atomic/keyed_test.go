@@ -27,7 +27,6 @@ func TestKeyedLayout(t *testing.T) {
 	}
 	for name, size := range map[string]uintptr{
 		"token-bucket":             unsafe.Sizeof(ring[tbCell]{}),
-		"token-bucket snapshot":    unsafe.Sizeof(ring[tbSnapCell]{}),
 		"fixed-window":             unsafe.Sizeof(ring[fwCell]{}),
 		"sliding-counter":          unsafe.Sizeof(ring[scCell]{}),
 		"sliding-counter snapshot": unsafe.Sizeof(ring[scSnapCell]{}),

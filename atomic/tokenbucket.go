@@ -183,25 +183,21 @@ func (c *tbCell) evict(k *tbKernel, at time.Duration, floor *paddedInt64) bool {
 }
 
 // tbSnapCell is one key's token bucket as an immutable snapshot: the
-// single-key [TokenBucketSnapshot]'s state, and a keyed store's cell (name
-// is the key there). nil is a full bucket. Each admission publishes a new
+// single-key [TokenBucketSnapshot]'s state (keyed stores pack every token
+// bucket in a word, tbCell). nil is a full bucket. Each admission publishes a new
 // 16-byte snapshot; a snapshot is never modified after it is published, so a
 // goroutine that loaded it may read it without synchronisation, and pointer
 // identity rules out ABA (a snapshot's address is not reused while anyone
 // holds it). tbSnapTombstone, a snapshot no cell ever publishes, is the keyed
 // store's tombstone.
 type tbSnapCell struct {
-	p    satomic.Pointer[kernel.TokenBucketState]
-	name string
+	p satomic.Pointer[kernel.TokenBucketState]
 }
 
 var (
 	tbSnapTombstone = new(kernel.TokenBucketState)
 	tbSnapHeld      = new(kernel.TokenBucketState) // the held value (hold.go)
 )
-
-func (c *tbSnapCell) key() string       { return c.name }
-func (c *tbSnapCell) setKey(key string) { c.name = key }
 
 // The methods of holdCell (hold.go).
 
@@ -283,28 +279,6 @@ func (c *tbSnapCell) decideKeyed(k *tbKernel, now time.Duration, n int, pause fu
 func (c *tbSnapCell) decide(k *tbKernel, now time.Duration, n int) kernel.Verdict {
 	v, _ := c.decideKeyed(k, now, n, nil)
 	return v
-}
-
-// evict is tbCell.evict for a snapshot.
-func (c *tbSnapCell) evict(k *tbKernel, at time.Duration, floor *paddedInt64) bool {
-	cur := c.p.Load()
-	if cur == tbSnapHeld {
-		settleHeld[*kernel.TokenBucketState](k, c, unsafe.Pointer(c), at, floor)
-		cur = c.p.Load()
-	}
-	if cur == tbSnapTombstone || cur == tbSnapHeld {
-		return false
-	}
-	var s kernel.TokenBucketState
-	if cur != nil {
-		s = *cur
-	}
-	if !k.Fresh(&s, at) {
-		return false
-	}
-	floor.raise(int64(at))
-	hook.Between(hook.BeforeCAS)
-	return c.p.CompareAndSwap(cur, tbSnapTombstone)
 }
 
 // TokenBucket is a lock-free token bucket for a single key whose whole state is
