@@ -75,7 +75,7 @@ func (l keyedTokenBucket[C, PC, V]) ReserveN(key string, n int, maxWait time.Dur
 				return reservation.New(wait, n, 0), false // a full store
 			}
 		}
-		if d, ok, t, live := reserveHeld[V](l.k, PC(c), unsafe.Pointer(c), now, n, maxWait, pause); live {
+		if d, ok, t, live := reserveHeld(l.k, PC(c), unsafe.Pointer(c), now, n, maxWait, pause); live {
 			return reservation.New(d, n, t), ok
 		}
 		// A tombstone: help unlink it, then look the key up again.
@@ -92,5 +92,5 @@ func (l keyedTokenBucket[C, PC, V]) CancelReservation(key string, r admit.Reserv
 		return false // evicted as fresh: the reservation was due
 	}
 	now = max(now, time.Duration(l.floor.n.Load()))
-	return cancelHeld[V](l.k, PC(c), unsafe.Pointer(c), reservation.Ticket(r), now)
+	return cancelHeld(l.k, PC(c), unsafe.Pointer(c), reservation.Ticket(r), now)
 }

@@ -5,7 +5,6 @@ import (
 	"unsafe"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/reservation"
 )
 
@@ -23,22 +22,22 @@ var (
 
 // ReserveN implements [admit.Reserver].
 func (l *TokenBucket) ReserveN(n int, maxWait time.Duration) (admit.Reservation, bool) {
-	d, ok, t, _ := reserveHeld[uint64](&l.k, &l.c, unsafe.Pointer(&l.c), l.clock.now(), n, maxWait, nil)
+	d, ok, t, _ := reserveHeld(&l.k, &l.c, unsafe.Pointer(&l.c), l.clock.now(), n, maxWait, nil)
 	return reservation.New(d, n, t), ok
 }
 
 // CancelReservation implements [admit.Reserver].
 func (l *TokenBucket) CancelReservation(r admit.Reservation) bool {
-	return cancelHeld[uint64](&l.k, &l.c, unsafe.Pointer(&l.c), reservation.Ticket(r), l.clock.now())
+	return cancelHeld(&l.k, &l.c, unsafe.Pointer(&l.c), reservation.Ticket(r), l.clock.now())
 }
 
 // ReserveN implements [admit.Reserver].
 func (l *TokenBucketSnapshot) ReserveN(n int, maxWait time.Duration) (admit.Reservation, bool) {
-	d, ok, t, _ := reserveHeld[*kernel.TokenBucketState](&l.k, &l.c, unsafe.Pointer(&l.c), l.clock.now(), n, maxWait, nil)
+	d, ok, t, _ := reserveHeld(&l.k, &l.c, unsafe.Pointer(&l.c), l.clock.now(), n, maxWait, nil)
 	return reservation.New(d, n, t), ok
 }
 
 // CancelReservation implements [admit.Reserver].
 func (l *TokenBucketSnapshot) CancelReservation(r admit.Reservation) bool {
-	return cancelHeld[*kernel.TokenBucketState](&l.k, &l.c, unsafe.Pointer(&l.c), reservation.Ticket(r), l.clock.now())
+	return cancelHeld(&l.k, &l.c, unsafe.Pointer(&l.c), reservation.Ticket(r), l.clock.now())
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/plumb"
@@ -53,25 +54,25 @@ const (
 
 // The methods of holdCell (hold.go).
 
-func (c *tbCell) load() uint64 { return c.w.Load() }
+func (c *tbCell) Load() uint64 { return c.w.Load() }
 
-func (c *tbCell) state(k *tbKernel, w uint64) (kernel.TokenBucketState, bool, bool) {
+func (c *tbCell) State(k *tbKernel, w uint64) (kernel.TokenBucketState, bool, bool) {
 	return k.Unpack(w), w == tbHeld, w == tbTombstone
 }
 
-func (c *tbCell) fits(k *tbKernel, s kernel.TokenBucketState) bool {
+func (c *tbCell) Fits(k *tbKernel, s kernel.TokenBucketState) bool {
 	_, ok := k.Pack(s)
 	return ok
 }
 
-func (c *tbCell) cas(k *tbKernel, old uint64, s kernel.TokenBucketState) bool {
+func (c *tbCell) CAS(k *tbKernel, old uint64, s kernel.TokenBucketState) bool {
 	w, _ := k.Pack(s) // the caller checked that s fits
 	return c.w.CompareAndSwap(old, w)
 }
 
-func (c *tbCell) casHeld(old uint64) bool { return c.w.CompareAndSwap(old, tbHeld) }
+func (c *tbCell) CASHeld(old uint64) bool { return c.w.CompareAndSwap(old, tbHeld) }
 
-func (c *tbCell) release(k *tbKernel, s kernel.TokenBucketState) bool {
+func (c *tbCell) Release(k *tbKernel, s kernel.TokenBucketState) bool {
 	w, ok := k.Pack(s)
 	if ok {
 		c.w.Store(w)
@@ -79,7 +80,7 @@ func (c *tbCell) release(k *tbKernel, s kernel.TokenBucketState) bool {
 	return ok
 }
 
-func (c *tbCell) bury() { c.w.Store(tbTombstone) }
+func (c *tbCell) Bury() { c.w.Store(tbTombstone) }
 
 func (c *tbCell) key() string       { return c.name }
 func (c *tbCell) setKey(key string) { c.name = key }
@@ -111,7 +112,7 @@ func (c *tbCell) try(k *tbKernel, now time.Duration, n int, old uint64) (v kerne
 	}
 	w, ok := k.Pack(s)
 	if !ok {
-		return v, spill[uint64](k, c, unsafe.Pointer(c), old, s)
+		return v, spill(k, c, unsafe.Pointer(c), old, s)
 	}
 	hook.Between(hook.BeforeCAS)
 	return v, c.w.CompareAndSwap(old, w)
@@ -123,7 +124,7 @@ func (c *tbCell) decide(k *tbKernel, now time.Duration, n int) kernel.Verdict {
 	for {
 		old := c.w.Load()
 		if old == tbHeld {
-			if v, o := decideHeld[uint64](k, c, unsafe.Pointer(c), now, n); o == decided {
+			if v, o := decideHeld(k, c, unsafe.Pointer(c), now, n); o == held.Decided {
 				return v
 			}
 			continue
@@ -144,9 +145,9 @@ func (c *tbCell) decideKeyed(k *tbKernel, now time.Duration, n int, pause func()
 	}
 	for old != tbTombstone {
 		if old == tbHeld {
-			v, o := decideHeld[uint64](k, c, unsafe.Pointer(c), now, n)
-			if o != released {
-				return v, o == decided
+			v, o := decideHeld(k, c, unsafe.Pointer(c), now, n)
+			if o != held.Released {
+				return v, o == held.Decided
 			}
 		} else if v, done := c.try(k, now, n, old); done {
 			return v, true
@@ -165,7 +166,7 @@ func (c *tbCell) decideKeyed(k *tbKernel, now time.Duration, n int, pause func()
 func (c *tbCell) evict(k *tbKernel, at time.Duration, floor *paddedInt64) bool {
 	old := c.w.Load()
 	if old == tbHeld {
-		if settleHeld[uint64](k, c, unsafe.Pointer(c), at, floor) {
+		if settleHeld(k, c, unsafe.Pointer(c), at, floor) {
 			return true
 		}
 		old = c.w.Load()
@@ -201,9 +202,9 @@ var (
 
 // The methods of holdCell (hold.go).
 
-func (c *tbSnapCell) load() *kernel.TokenBucketState { return c.p.Load() }
+func (c *tbSnapCell) Load() *kernel.TokenBucketState { return c.p.Load() }
 
-func (c *tbSnapCell) state(_ *tbKernel, p *kernel.TokenBucketState) (s kernel.TokenBucketState, held, tomb bool) {
+func (c *tbSnapCell) State(_ *tbKernel, p *kernel.TokenBucketState) (s kernel.TokenBucketState, held, tomb bool) {
 	switch p {
 	case nil:
 		return s, false, false
@@ -215,22 +216,22 @@ func (c *tbSnapCell) state(_ *tbKernel, p *kernel.TokenBucketState) (s kernel.To
 	return *p, false, false
 }
 
-func (c *tbSnapCell) fits(*tbKernel, kernel.TokenBucketState) bool { return true }
+func (c *tbSnapCell) Fits(*tbKernel, kernel.TokenBucketState) bool { return true }
 
-func (c *tbSnapCell) cas(_ *tbKernel, old *kernel.TokenBucketState, s kernel.TokenBucketState) bool {
+func (c *tbSnapCell) CAS(_ *tbKernel, old *kernel.TokenBucketState, s kernel.TokenBucketState) bool {
 	return c.p.CompareAndSwap(old, &s)
 }
 
-func (c *tbSnapCell) casHeld(old *kernel.TokenBucketState) bool {
+func (c *tbSnapCell) CASHeld(old *kernel.TokenBucketState) bool {
 	return c.p.CompareAndSwap(old, tbSnapHeld)
 }
 
-func (c *tbSnapCell) release(_ *tbKernel, s kernel.TokenBucketState) bool {
+func (c *tbSnapCell) Release(_ *tbKernel, s kernel.TokenBucketState) bool {
 	c.p.Store(&s)
 	return true
 }
 
-func (c *tbSnapCell) bury() { c.p.Store(tbSnapTombstone) }
+func (c *tbSnapCell) Bury() { c.p.Store(tbSnapTombstone) }
 
 // decideKeyed is the CAS loop of the snapshot bucket; see tbCell.try for why
 // a CAS and where each decision takes effect, and tbCell.decideKeyed for
@@ -250,9 +251,9 @@ func (c *tbSnapCell) decideKeyed(k *tbKernel, now time.Duration, n int, pause fu
 			return v, false
 		}
 		if cur == tbSnapHeld {
-			v, o := decideHeld[*kernel.TokenBucketState](k, c, unsafe.Pointer(c), now, n)
-			if o != released {
-				return v, o == decided
+			v, o := decideHeld(k, c, unsafe.Pointer(c), now, n)
+			if o != held.Released {
+				return v, o == held.Decided
 			}
 			continue
 		}

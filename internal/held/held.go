@@ -1,0 +1,286 @@
+// Package held is how a lock-free token bucket keeps the hold (kernel.Hold)
+// of a reservation that may still be cancelled: the record that lets a
+// cancellation happen at most once, only on the key it was made on, and
+// never once the tokens were due at any reading the key has seen. Package
+// atomic's cells use it, and so can any store whose cells are words (or
+// pointers) swapped by CompareAndSwap.
+//
+// A hold needs more than a state word can carry (a ticket, the newest
+// reading seen), and every call on the key, denials and probes included,
+// must show it its reading, atomically with the decision. So while a cell
+// has a hold, it is held: its word (or snapshot pointer) is a sentinel, the
+// held value, which no state ever takes, and its state lives in a record
+// (Rec) under a mutex, with the hold:
+//
+//   - A call that loads the held value decides under the record's mutex,
+//     on the record's state, and shows the hold its reading ([Decide]).
+//   - A reservation takes the mutex first, whatever the value ([Reserve]).
+//     If it leaves a hold on a cell that was not held, it writes the record
+//     and then swaps the value it decided on for the held value by
+//     CompareAndSwap, still under the mutex: a lock-free admission published
+//     meanwhile makes the CAS fail, and the reservation starts over.
+//   - A cancellation takes the mutex and succeeds only on a held cell whose
+//     record's ticket is the reservation's ([Cancel]).
+//   - When the hold is no longer live (the tokens were due at a reading
+//     shown to it, or a cancellation used it), whoever finds it so stores
+//     the record's state back into the cell and deletes the record, under
+//     the mutex. Only the mutex's holder ever writes a held cell.
+//
+// So a cell is held exactly while its record exists. The tempting wrong
+// version keeps the word as it is and a hold beside it: a denial that loads
+// the word and decides at a reading past the due time, then a cancellation
+// at a stale reading that runs before the denial can record its reading,
+// gives back tokens that a waiter may have used (the denial linearizes
+// before the cancellation). Holding the cell puts every call on a held key
+// under one mutex; there are few such calls, since a key is held only while
+// a waiter sleeps on it and a bucket that owes a waiter denies everything
+// else (or while its state is past the packed word's horizon, below).
+// Calls on cells that are not held pay one comparison.
+//
+// A held cell is not fresh, so no sweep evicts it; a sweep that meets one
+// shows its hold the sweep's reading first ([Settle]), so that a key held
+// by a reservation nobody came back for is released and evicted in time.
+//
+// The same mechanism keeps a packed bucket's state that does not fit its
+// word (a TAT past the horizon of the scaled units, kernel.TokenBucket.Pack):
+// the admission that makes it spills it ([Spill]), holding the cell with a
+// record that has no hold, and the cell stays held, decided under the mutex
+// by the same kernel, until a state fits again. A spilled cell that is fresh
+// is evicted under the mutex ([Settle]).
+//
+// # The caller's part
+//
+// The package keeps no records and takes no lock of its own. The caller
+// keeps the records of its cells in maps of type map[ID]Rec, each guarded by
+// a mutex of its own, and holds the mutex that guards the map of a cell's
+// record around every call of this package on that cell: the mutex is the
+// one the protocol speaks of. ID is whatever names a cell's record for as
+// long as the cell lives: its address for cells that never move (package
+// atomic, with maps in stripes chosen by the address), or its key for cells
+// that move (a table that resizes). Every function takes the map by pointer
+// and allocates it when it first stores a record.
+//
+// The functions are generic over the cell (a [Cell] of values V, with K
+// what its methods need to encode states; both are inferred from the cell's
+// type). Those that decide take the token-bucket kernel for the arithmetic
+// and the K to pass to the cell's methods, then the cell, the map and the
+// ID, then the call's arguments. [Decide], [Reserve] and [Cancel] are the
+// calls on a key; [Spill] is the lock-free admission's way into the
+// protocol; [Settle] is the sweep's.
+package held
+
+import (
+	"time"
+
+	"github.com/admit-go/admit/internal/hook"
+	"github.com/admit-go/admit/internal/kernel"
+)
+
+// Rec is a held cell's record: its state and its hold. A record with no
+// hold (Hold.Ticket 0) is a spilled state.
+type Rec struct {
+	State kernel.TokenBucketState
+	Hold  kernel.Hold
+}
+
+// Cell is a token-bucket cell whose value, of type V, is a state, the held
+// value or (keyed stores) the tombstone. K is what its methods need to
+// encode and decode states (a packed word's kernel and horizon).
+type Cell[V comparable, K any] interface {
+	// Load returns the cell's value.
+	Load() V
+	// State decodes v: the state it is, or whether it is the held value or
+	// the tombstone.
+	State(k K, v V) (s kernel.TokenBucketState, held, tomb bool)
+	// Fits reports whether the cell's value can hold s (a packed word has a
+	// horizon: kernel.TokenBucket.Pack).
+	Fits(k K, s kernel.TokenBucketState) bool
+	// CAS publishes s, which fits, if the value is still old.
+	CAS(k K, old V, s kernel.TokenBucketState) bool
+	// CASHeld swaps old for the held value.
+	CASHeld(old V) bool
+	// Release stores s into a held cell and reports true, or reports false
+	// if s does not fit, and the cell stays held; only the holder of the
+	// mutex of its record's map may call it.
+	Release(k K, s kernel.TokenBucketState) bool
+	// Bury stores the tombstone into a held cell; only the holder of the
+	// mutex of its record's map may call it.
+	Bury()
+}
+
+// Outcome says what a call on a held cell found.
+type Outcome uint8
+
+const (
+	Decided  Outcome = iota // the call was decided
+	Released                // the cell was released meanwhile: load it again
+	Tomb                    // the cell is a tombstone: nothing was decided
+)
+
+// Decide decides a request for n at reading now on the held cell c, whose
+// record is (*m)[id], on the record's state, and shows the hold the reading;
+// it releases the cell if the hold is no longer live. It requires that the
+// caller holds the mutex guarding *m, whose critical section is the call's
+// linearization point. If c is no longer held (it was released or buried
+// before the caller took the mutex), nothing is decided and the Outcome
+// says which.
+func Decide[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *map[ID]Rec, id ID, now time.Duration, n int) (kernel.Verdict, Outcome) {
+	if _, held, tombstone := c.State(k, c.Load()); !held {
+		if tombstone {
+			return kernel.Verdict{}, Tomb
+		}
+		return kernel.Verdict{}, Released
+	}
+	rec := (*m)[id]
+	v := tb.Decide(&rec.State, now, n)
+	keep(tb, k, c, *m, id, rec, now)
+	return v, Decided
+}
+
+// keep shows rec's hold the reading now and stores rec back, or, if the
+// hold is no longer live, drops it (put). It requires that the mutex
+// guarding m is held and that c is held.
+func keep[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m map[ID]Rec, id ID, rec Rec, now time.Duration) {
+	if !tb.Observe(&rec.Hold, rec.State, now) {
+		rec.Hold = kernel.Hold{}
+	}
+	put(k, c, m, id, rec)
+}
+
+// put stores rec as the record of the held cell c, or releases c with rec's
+// state when rec has no hold and the state fits the cell. A record without
+// a hold is a spilled state: one past the packed word's horizon (see
+// kernel.TokenBucket.Pack), which the cell keeps under the mutex, held,
+// with the same arithmetic, for as long as it does not fit. It requires that
+// the mutex guarding m is held and that c is held (so m is not nil: c's
+// record is in it).
+func put[V, ID comparable, K any, C Cell[V, K]](k K, c C, m map[ID]Rec, id ID, rec Rec) {
+	if rec.Hold.Ticket == 0 && c.Release(k, rec.State) {
+		delete(m, id)
+		return
+	}
+	m[id] = rec
+}
+
+// hold writes rec as the record of the cell c, which is not held, and swaps
+// c's value old for the held value; it reports false, leaving no record, if
+// the value is no longer old. It requires that the mutex guarding *m is
+// held: while c's value is a state, c is not held, and only that mutex's
+// holder can hold it, so no record of c exists, and the one written here
+// may be deleted again if a lock-free admission moves the value before the
+// CAS.
+func hold[V, ID comparable, K any, C Cell[V, K]](c C, m *map[ID]Rec, id ID, old V, rec Rec) bool {
+	if *m == nil {
+		*m = make(map[ID]Rec)
+	}
+	(*m)[id] = rec
+	hook.Between(hook.BeforeCAS)
+	if !c.CASHeld(old) {
+		delete(*m, id)
+		return false
+	}
+	return true
+}
+
+// Spill publishes s, a state decided on the value old of the cell c that
+// does not fit c (past the packed word's horizon), by holding c with a
+// record of s and no hold, as a reservation that must wait holds it. It
+// requires that the caller holds the mutex guarding *m. It reports false if
+// the value moved meanwhile: the caller decides again. Its linearization
+// point is the CompareAndSwap to the held value (the tempting wrong version,
+// a plain Store of the held value, would erase an admission published since
+// old was loaded).
+func Spill[V, ID comparable, K any, C Cell[V, K]](c C, m *map[ID]Rec, id ID, old V, s kernel.TokenBucketState) bool {
+	// old was loaded before the mutex: another spill (or a reservation)
+	// may have held the cell since, and its record must not be touched.
+	// While the value is still old, a state, the cell is not held, and only
+	// the mutex's holder can hold it: no record exists, and one written
+	// here may be deleted again if a lock-free admission moves the value
+	// before the CAS. (The tempting shortcut writes the record without this
+	// check: a second spiller racing on the same old value then overwrites
+	// the first one's record and, its CAS failing, deletes it, leaving a
+	// held cell without a state, which the next call reads as a full
+	// bucket.)
+	if c.Load() != old {
+		return false
+	}
+	return hold(c, m, id, old, Rec{State: s})
+}
+
+// Reserve is kernel.TokenBucket.ReserveHold on the cell c, whether held or
+// not. It requires that the caller holds the mutex guarding *m, taken
+// whatever c's value (see the package doc). live is false if c is a
+// tombstone: nothing was reserved.
+func Reserve[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *map[ID]Rec, id ID, now time.Duration, n int, maxWait time.Duration) (d time.Duration, ok bool, ticket uint64, live bool) {
+	for {
+		old := c.Load()
+		s, held, tombstone := c.State(k, old)
+		if tombstone {
+			return 0, false, 0, false
+		}
+		var rec Rec
+		if held {
+			rec = (*m)[id]
+		} else {
+			rec.State = s
+		}
+		before := rec.State
+		d, ok, ticket = tb.ReserveHold(&rec.State, &rec.Hold, now, n, maxWait)
+		switch {
+		case held:
+			put(k, c, *m, id, rec)
+		case rec.Hold.Ticket != 0 || !c.Fits(k, rec.State):
+			// A new hold, or a state past the word's horizon (spill), on a
+			// cell that was not held.
+			if !hold(c, m, id, old, rec) {
+				continue // a lock-free admission came first: start over
+			}
+		case rec.State != before:
+			hook.Between(hook.BeforeCAS)
+			if !c.CAS(k, old, rec.State) {
+				continue
+			}
+		}
+		return d, ok, ticket, true
+	}
+}
+
+// Cancel is kernel.TokenBucket.CancelHold on the cell c: it succeeds only on
+// a held cell whose hold has the ticket, and releases the cell when the hold
+// is used or no longer live. It requires that the caller holds the mutex
+// guarding *m.
+func Cancel[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *map[ID]Rec, id ID, ticket uint64, now time.Duration) bool {
+	if _, held, _ := c.State(k, c.Load()); !held {
+		return false
+	}
+	rec := (*m)[id]
+	ok, drop := tb.CancelHold(&rec.State, &rec.Hold, ticket, now)
+	if drop {
+		rec.Hold = kernel.Hold{}
+	}
+	put(k, c, *m, id, rec)
+	return ok
+}
+
+// Settle shows the hold of c, if c is held, the reading at, and releases c
+// if the hold is no longer live and its state fits. A sweep calls it before
+// judging c fresh. If c stays held with no hold (a spilled state) that is
+// fresh at at, it evicts c as a sweep evicts a value: it calls raise(at) to
+// raise the store's floor, then buries c, where no other call can change c
+// (every call on a held cell takes the mutex); it reports whether it did.
+// It requires that the caller holds the mutex guarding *m; raise runs under
+// it.
+func Settle[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *map[ID]Rec, id ID, at time.Duration, raise func(at time.Duration)) bool {
+	if _, held, _ := c.State(k, c.Load()); !held {
+		return false
+	}
+	keep(tb, k, c, *m, id, (*m)[id], at)
+	rec, held := (*m)[id]
+	if !held || rec.Hold.Ticket != 0 || !tb.Fresh(&rec.State, at) {
+		return false
+	}
+	raise(at)
+	c.Bury()
+	delete(*m, id)
+	return true
+}
