@@ -7,6 +7,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/conformance"
+	"github.com/admit-go/admit/internal/mapstore"
 	"github.com/admit-go/admit/locked"
 )
 
@@ -18,6 +19,6 @@ func TestConformance(t *testing.T) {
 		New:        locked.New,
 		NewLimiter: locked.NewLimiter,
 		Supports:   func(admit.Algorithm) bool { return true },
-		Store:      locked.Hooks,
+		Store:      &conformance.StoreHooks{EvictAt: mapstore.EvictAt, Pause: mapstore.Pause},
 	})
 }

@@ -7,10 +7,14 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/conformance"
+	"github.com/admit-go/admit/internal/mapstore"
 	"github.com/admit-go/admit/sharded"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// hooks gives the conformance suite its view of a sharded store.
+var hooks = &conformance.StoreHooks{EvictAt: mapstore.EvictAt, Pause: mapstore.Pause}
 
 func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Variant{
@@ -18,7 +22,7 @@ func TestConformance(t *testing.T) {
 		New:        sharded.New,
 		Supports:   func(admit.Algorithm) bool { return true },
 		HashedKeys: true,
-		Store:      sharded.Hooks,
+		Store:      hooks,
 	})
 }
 
@@ -32,6 +36,6 @@ func TestConformanceHashedKeys(t *testing.T) {
 		},
 		Supports:   func(admit.Algorithm) bool { return true },
 		HashedKeys: true,
-		Store:      sharded.Hooks,
+		Store:      hooks,
 	})
 }

@@ -1,4 +1,4 @@
-package sharded
+package mapstore
 
 import (
 	"time"
@@ -8,7 +8,9 @@ import (
 
 // sweep examines up to limit keys of sh, from a random place (a Go map's range
 // starts at one), and evicts those whose state is fresh at the eviction
-// reading for now. It requires that sh.mu is held.
+// reading for now. The check and the deletion are under sh.mu, which every
+// call holds for its whole work: no call can be using a state it deletes.
+// It requires that sh.mu is held.
 func (l *store[KT, S]) sweep(sh *shard[KT, S], now time.Duration, limit int) {
 	at := evict.Reading(now)
 	examined, evicted := 0, 0
@@ -89,7 +91,7 @@ func (l *store[KT, S]) scan(sh *shard[KT, S], now, at time.Duration, limit int, 
 	return examined, evicted
 }
 
-// Sweep implements [Store].
+// Sweep implements [admit.Store].
 func (l *store[KT, S]) Sweep() int {
 	return l.sweepAt(evict.Reading(l.clock.Now()))
 }

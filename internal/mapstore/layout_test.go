@@ -1,4 +1,4 @@
-package sharded
+package mapstore
 
 import (
 	"testing"
@@ -18,6 +18,7 @@ func TestShardSize(t *testing.T) {
 		"token-bucket":           unsafe.Sizeof(shard[string, kernel.TokenBucketState]{}),
 		"fixed-window":           unsafe.Sizeof(shard[string, kernel.FixedWindowState]{}),
 		"sliding-log":            unsafe.Sizeof(shard[string, kernel.Log]{}),
+		"sliding-counter":        unsafe.Sizeof(shard[string, kernel.SlidingCounterState]{}),
 		"sliding-counter hashed": unsafe.Sizeof(shard[uint64, kernel.SlidingCounterState]{}),
 	}
 	for name, size := range sizes {

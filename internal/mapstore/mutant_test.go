@@ -1,4 +1,4 @@
-package sharded
+package mapstore
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/plumb"
 )
 
 // Tests that kill mutants `make mutate` found alive; the survivors no test
@@ -35,10 +36,7 @@ func TestShardRebuild(t *testing.T) {
 				t.Fatal("the insertions would sweep")
 			}
 			fake := clock.NewFake()
-			lim, err := New(admit.Rule{Algorithm: admit.FixedWindow, Limit: 1, Window: w}, admit.WithClock(fake), admit.WithShards(1))
-			if err != nil {
-				t.Fatal(err)
-			}
+			lim := New(admit.Rule{Algorithm: admit.FixedWindow, Limit: 1, Window: w}, plumb.Settings{Clock: fake, Shards: 1})
 			l := lim.(*fullKeys[kernel.FixedWindowState])
 			for i := range c.old {
 				if !lim.Allow(fmt.Sprint("old", i)).Allowed {
@@ -75,10 +73,7 @@ func TestShardRebuild(t *testing.T) {
 // keeps its entry, with Ticket 0, until a new entry prunes it.)
 func TestCancelStoresNoHold(t *testing.T) {
 	fake := clock.NewFake()
-	lim, err := New(admit.Rule{Algorithm: admit.TokenBucket, Limit: 1, Window: time.Second}, admit.WithClock(fake), admit.WithShards(1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	lim := New(admit.Rule{Algorithm: admit.TokenBucket, Limit: 1, Window: time.Second}, plumb.Settings{Clock: fake, Shards: 1})
 	r := lim.(admit.KeyedReserver)
 	st := &lim.(tbFullKeys[uint64]).shards[0]
 	r.Allow("a")

@@ -1,4 +1,4 @@
-package sharded
+package mapstore
 
 import (
 	"hash/maphash"

@@ -1,0 +1,263 @@
+// Package mapstore is the keyed store of packages locked and sharded (their
+// New): 2^k shards, each a mutex padded to its own cache lines and a Go map
+// from a key to its state, kept by value. The map key is the key itself (a
+// copy the store owns), or with admit.WithHashedKeys its 64-bit hash, seeded
+// per store; the top bits of the hash choose the shard. Every call does its
+// whole work (lookup, decision, insertion, the sweep it triggers) under its
+// shard's lock.
+//
+// Idle keys are evicted only when their state is fresh (kernel.Fresh), so
+// eviction changes no decision: each shard keeps a floor, and a call that
+// finds its key missing decides at max(its reading, floor) (see shard.floor).
+// Insertions sweep a few keys (sweep), a shrunken map is rebuilt (evicted),
+// and with admit.WithMaxKeys a new key in a full store makes room or is
+// denied (makeRoom, internal/evict.MakeRoom). Token-bucket stores also hand
+// out reservations, with a hold per waiting key (reserve.go).
+// docs/keyed-stores.md has the protocol and its proof.
+package mapstore
+
+import (
+	"hash/maphash"
+	"math"
+	"math/bits"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/evict"
+	"github.com/admit-go/admit/internal/hook"
+	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/layout"
+	"github.com/admit-go/admit/internal/plumb"
+)
+
+// New returns a keyed store enforcing rule, which must be valid
+// (rule.Validate), independently for every key, with the settings set: its
+// shards (set.ShardCount), its bound (set.MaxKeys), its clock, and hashed
+// keys if set.HashedKeys. It supports all four algorithms. A token bucket's
+// store, whose states are bare TAT words when kernel.TokenBucket.Packable,
+// is also an [admit.KeyedReserver].
+func New(rule admit.Rule, set plumb.Settings) admit.Store {
+	switch rule.Algorithm {
+	case admit.TokenBucket:
+		if k := kernel.NewTokenBucket(rule); k.Packable() {
+			return buildTB[uint64](&packedTB{k}, rule, set)
+		} else {
+			return buildTB[kernel.TokenBucketState](k, rule, set)
+		}
+	case admit.FixedWindow:
+		return build[kernel.FixedWindowState](kernel.NewFixedWindow(rule), rule, set)
+	case admit.SlidingLog:
+		return build[kernel.Log](kernel.NewSlidingLog(rule), rule, set)
+	default: // admit.SlidingCounter; the caller's Validate rejected anything else
+		return build[kernel.SlidingCounterState](kernel.NewSlidingCounter(rule), rule, set)
+	}
+}
+
+func build[S any](kern any, rule admit.Rule, set plumb.Settings) admit.Store {
+	if set.HashedKeys {
+		l := new(hashedKeys[S])
+		l.init(kern, rule, set, nil)
+		return l
+	}
+	l := new(fullKeys[S])
+	l.init(kern, rule, set, strings.Clone)
+	return l
+}
+
+// shardFields mirrors the fields of shard, whose size cannot be taken in a
+// constant expression because shard is generic (a map is one pointer
+// whatever its types). TestShardSize pins the two together.
+type shardFields struct {
+	mu    sync.Mutex
+	m     map[string]struct{}
+	floor time.Duration
+	peak  int
+	holds map[string]struct{}
+}
+
+// shard is a mutex and the states of the keys that hash to it.
+type shard[KT comparable, S any] struct {
+	mu sync.Mutex
+	m  map[KT]S // guarded by mu
+
+	// floor is guarded by mu. It is the newest reading at which a key of
+	// this shard has been evicted (math.MinInt64 until the first eviction).
+	// A call that finds its key missing decides at max(its reading, floor),
+	// never at an older reading: a missing key may be one that was evicted
+	// because it was fresh at floor, and a fresh state is equivalent to a
+	// new one only at readings from floor on. Calls on keys present use
+	// their own reading, exactly like the store without eviction.
+	// docs/keyed-stores.md has the proof.
+	floor time.Duration
+
+	peak int // guarded by mu: the most keys m has held since it was made
+
+	// holds is guarded by mu: the holds (kernel.Hold) of the token-bucket
+	// reservations of this shard's keys that may still be cancelled (and
+	// dead ones, Ticket 0, until a new entry prunes them). Calls of a shard
+	// that never had a hold pay one comparison.
+	holds map[KT]kernel.Hold
+
+	_ [layout.CacheLinePad - unsafe.Sizeof(shardFields{})]byte
+}
+
+// store is a sharded keyed store of states S under map keys KT (a string, or
+// a 64-bit hash with WithHashedKeys). It is immutable after init except for
+// its shards, its key count and the test hook.
+type store[KT comparable, S any] struct {
+	// kern is the kernel for S: *packedTB for uint64, *kernel.TokenBucket,
+	// *kernel.FixedWindow, *kernel.SlidingLog or *kernel.SlidingCounter for
+	// their own states. See decide for why it is not a type parameter.
+	kern    any
+	rule    admit.Rule
+	clock   clock.Clock
+	seed    maphash.Seed
+	shift   uint          // a hash's shard is hash >> shift (64 for one shard: 0)
+	limit   int           // the rule's Limit
+	maxKeys int64         // WithMaxKeys, or 0 for no bound
+	horizon time.Duration // the longest a state can take to become fresh
+	clone   func(KT) KT   // our own copy of a caller's map key; nil for hashes
+	shards  []shard[KT, S]
+	keys    evict.Counter // keys stored (when maxKeys > 0), and makeRoom's cursor
+
+	// pause, when set (by tests only), is called once, by the first call to
+	// reach it after it has read the clock and before it takes its shard's
+	// lock. It lets tests stop a call there while others run (Pause).
+	pause atomic.Pointer[func()]
+}
+
+func (l *store[KT, S]) init(kern any, rule admit.Rule, set plumb.Settings, clone func(KT) KT) {
+	n := set.ShardCount()
+	l.kern = kern
+	l.rule = rule
+	l.clock = set.Clock
+	l.seed = maphash.MakeSeed()
+	l.shift = uint(64 - bits.TrailingZeros(uint(n)))
+	l.limit = rule.Limit
+	l.maxKeys = int64(set.MaxKeys)
+	l.horizon = evict.Horizon(rule)
+	l.clone = clone
+	l.shards = make([]shard[KT, S], n)
+	for i := range l.shards {
+		l.shards[i].m = make(map[KT]S)
+		l.shards[i].floor = math.MinInt64
+	}
+}
+
+// fullKeys is a store that keeps each key as a string.
+type fullKeys[S any] struct{ store[string, S] }
+
+func (l *fullKeys[S]) Allow(key string) admit.Decision { return l.AllowN(key, 1) }
+
+// Rule implements [admit.Store].
+func (l *store[KT, S]) Rule() admit.Rule { return l.rule }
+
+func (l *fullKeys[S]) AllowN(key string, n int) admit.Decision {
+	return l.allow(key, maphash.String(l.seed, key), n)
+}
+
+// hashedKeys is a store that keeps each key's seeded 64-bit hash instead of
+// the key (WithHashedKeys). The top bits choose the shard and the whole hash
+// is the map key, so two keys share a state only if all 64 bits collide.
+type hashedKeys[S any] struct{ store[uint64, S] }
+
+func (l *hashedKeys[S]) Allow(key string) admit.Decision { return l.AllowN(key, 1) }
+
+func (l *hashedKeys[S]) AllowN(key string, n int) admit.Decision {
+	h := maphash.String(l.seed, key)
+	return l.allow(h, h, n)
+}
+
+// allow decides a request for n on the key whose map key is mk and whose
+// hash is h. The whole of it, from lookup to eviction, runs under the
+// shard's lock, so no other call can see or evict the state in between.
+func (l *store[KT, S]) allow(mk KT, h uint64, n int) admit.Decision {
+	now := l.clock.Now() // read outside the lock; see shard.floor for stale readings
+	l.paused()
+	sh := &l.shards[h>>l.shift]
+	sh.mu.Lock()
+	s, ok := sh.m[mk]
+	if !ok {
+		d := l.insert(sh, mk, now, n)
+		sh.mu.Unlock()
+		return d
+	}
+	d := l.decide(&s, now, n)
+	if d.Allowed && n > 0 { // the kernel changed s; a map holds values, so write it back
+		sh.m[mk] = s
+	}
+	if len(sh.holds) != 0 {
+		l.showHold(sh, mk, &s, now)
+	}
+	sh.mu.Unlock()
+	return d
+}
+
+// paused calls the stress harness's hook (a no-op in a normal build), then
+// runs the test hook pause, if it is set, and clears it.
+func (l *store[KT, S]) paused() {
+	hook.Between(hook.BeforeLock)
+	if p := l.pause.Load(); p != nil && l.pause.CompareAndSwap(p, nil) {
+		(*p)()
+	}
+}
+
+// insert decides a request for a key that sh does not hold, and stores the
+// key if it admitted something. It requires that sh.mu is held.
+func (l *store[KT, S]) insert(sh *shard[KT, S], mk KT, now time.Duration, n int) admit.Decision {
+	now = max(now, sh.floor) // the key may have been evicted as fresh at floor
+	var s S
+	d := l.decide(&s, now, n)
+	if !d.Allowed || n == 0 {
+		// A probe, or a request that can never pass: nothing to store. (A
+		// fresh state admits every other request.)
+		return d
+	}
+	if wait, ok := l.add(sh, mk, s, now); !ok {
+		return admit.Decision{Limit: l.limit, RetryAfter: wait}
+	}
+	return d
+}
+
+// add stores s, the state of a key that sh does not hold, decided at now
+// (already clamped to the floor): it sweeps a few keys of sh first, and in a
+// full store makes room or returns, with ok false, the RetryAfter of the
+// denial, storing nothing. It requires that sh.mu is held.
+func (l *store[KT, S]) add(sh *shard[KT, S], mk KT, s S, now time.Duration) (wait time.Duration, ok bool) {
+	if len(sh.m) >= evict.SweepMinLen {
+		l.sweep(sh, now, evict.SweepBatch)
+	}
+	if l.maxKeys > 0 && !l.reserve() {
+		if wait, ok := l.makeRoom(sh, now); !ok {
+			return wait, false
+		}
+	}
+	if l.clone != nil {
+		mk = l.clone(mk) // our own copy: the caller may reuse the key's memory
+	}
+	sh.m[mk] = s
+	sh.peak = max(sh.peak, len(sh.m))
+	return 0, true
+}
+
+// reserve counts one more key if the store has room for it.
+func (l *store[KT, S]) reserve() bool {
+	return l.keys.Reserve(l.maxKeys)
+}
+
+// Len implements [admit.Store].
+func (l *store[KT, S]) Len() int {
+	total := 0
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		total += len(sh.m)
+		sh.mu.Unlock()
+	}
+	return total
+}
