@@ -12,19 +12,7 @@ import (
 // call holds for its whole work: no call can be using a state it deletes.
 // It requires that sh.mu is held.
 func (l *store[KT, S]) sweep(sh *shard[KT, S], now time.Duration, limit int) {
-	at := evict.Reading(now)
-	examined, evicted := 0, 0
-	for mk, s := range sh.m {
-		if examined == limit {
-			break
-		}
-		examined++
-		if l.fresh(&s, at) {
-			delete(sh.m, mk)
-			evicted++
-		}
-	}
-	l.evicted(sh, at, evicted)
+	l.scan(sh, now, evict.Reading(now), limit, nil)
 }
 
 // evicted records that n keys of sh were evicted as fresh at reading at:
