@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/sharded"
 )
 
 // TestDefaultFactory pins the variant a Service builds for each algorithm
@@ -16,20 +17,13 @@ import (
 // docs/design.md and docs/configuration.md state: sharded, for every
 // algorithm.
 func TestDefaultFactory(t *testing.T) {
-	for alg, want := range map[admit.Algorithm]string{
-		admit.TokenBucket:    "github.com/admit-go/admit/sharded",
-		admit.FixedWindow:    "github.com/admit-go/admit/sharded",
-		admit.SlidingCounter: "github.com/admit-go/admit/sharded",
-		admit.SlidingLog:     "github.com/admit-go/admit/sharded",
-	} {
+	for _, alg := range []admit.Algorithm{admit.TokenBucket, admit.FixedWindow, admit.SlidingCounter, admit.SlidingLog} {
 		rule := admit.Rule{Algorithm: alg, Limit: 10, Window: time.Minute}
 		lim, err := defaultFactory(alg)(rule)
 		require.NoError(t, err, "defaultFactory(%v)(%v)", alg, rule)
-		typ := reflect.TypeOf(lim)
-		if typ.Kind() == reflect.Pointer {
-			typ = typ.Elem()
-		}
-		assert.Equal(t, want, typ.PkgPath(), "%v: the default variant builds a %v", alg, typ)
+		want, err := sharded.New(rule)
+		require.NoError(t, err)
+		assert.Equal(t, reflect.TypeOf(want), reflect.TypeOf(lim), "%v: the default variant builds a %T, not sharded's store", alg, lim)
 
 		// And a Service without WithFactory builds that variant.
 		s, err := NewService(&Book{def: rule})
