@@ -4,6 +4,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/mapstore"
 	"github.com/admit-go/admit/internal/plumb"
+	"github.com/admit-go/admit/internal/table"
 )
 
 // New returns a keyed limiter enforcing rule independently for every key,
@@ -20,5 +21,8 @@ func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
 	if err != nil {
 		return nil, err // already "admit: invalid …: …"
 	}
-	return mapstore.New(rule, set), nil
+	if table.Packs(rule) {
+		return table.New(rule, set), nil // one word per state: the lock-free table
+	}
+	return mapstore.New(rule, set), nil // the sliding log, wide sliding counters
 }

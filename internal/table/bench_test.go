@@ -1,0 +1,58 @@
+package table_test
+
+import (
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/mapstore"
+	"github.com/admit-go/admit/internal/plumb"
+	"github.com/admit-go/admit/internal/table"
+)
+
+// BenchmarkKeyed compares the table with the mapstore on existing keys
+// from every goroutine: a rule under which no key becomes fresh.
+func BenchmarkKeyed(b *testing.B) {
+	rule := admit.Rule{Algorithm: admit.TokenBucket, Limit: 1_000_000_000, Window: time.Second}
+	for _, nkeys := range []int{1000, 100_000} {
+		keys := make([]string, nkeys)
+		for i := range keys {
+			keys[i] = "user:" + strconv.Itoa(i*7919)
+		}
+		for _, impl := range []string{"table", "table-hashed", "mapstore"} {
+			set, _ := plumb.ResolveLimiter[admit.Option]("sharded", nil)
+			var l admit.KeyedLimiter
+			switch impl {
+			case "table":
+				l = table.New(rule, set)
+			case "table-hashed":
+				set.HashedKeys = true
+				l = table.New(rule, set)
+			default:
+				l = mapstore.New(rule, set)
+			}
+			for _, k := range keys {
+				l.Allow(k)
+			}
+			b.Run("keys="+strconv.Itoa(nkeys)+"/impl="+impl, func(b *testing.B) {
+				var admitted atomic.Int64
+				var g atomic.Int32
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					i := int(g.Add(1)) * 104729
+					n := int64(0)
+					for pb.Next() {
+						i++
+						if l.Allow(keys[uint(i*2654435761)%uint(len(keys))]).Allowed {
+							n++
+						}
+					}
+					admitted.Add(n)
+				})
+				b.ReportMetric(float64(admitted.Load())/float64(b.N), "admitted/op")
+			})
+		}
+	}
+}

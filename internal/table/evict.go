@@ -1,0 +1,152 @@
+package table
+
+import (
+	"time"
+
+	"github.com/admit-go/admit/internal/evict"
+	"github.com/admit-go/admit/internal/held"
+)
+
+// sweep examines up to limit keys of sh's table, from the shard's cursor
+// on, and evicts those fresh at reading at; for the others, if soonest is
+// not nil, it lowers *soonest to the time from now until they become fresh.
+// It visits at most 4·limit slots (empty ones and tombstones included), or
+// the whole table when soonest is not nil (the full-store policy then needs
+// every key examined). It returns how many keys it examined and evicted. It
+// requires sh.mu.
+//
+// Eviction is the CompareAndSwap from the exact word judged fresh to the
+// tombstone (its linearization point), after the shard's floor is raised to
+// at: a call that published a newer word meanwhile makes it fail, so no
+// admission is lost, and a call that then finds the tombstone takes the slow
+// path, which reads the floor under the mutex. A held slot shows its hold
+// the reading first (held.Settle), which releases it or, for a fresh
+// spilled state, buries it.
+func (t *Store) sweep(sh *shard, now, at time.Duration, limit int, soonest *time.Duration) (examined, evicted int) {
+	tb := sh.tab.Load()
+	if tb == nil {
+		return 0, 0
+	}
+	visits := uint64(4 * limit)
+	if soonest != nil || visits > tb.n {
+		visits = tb.n
+	}
+	for ; visits > 0 && examined < limit; visits-- {
+		i := sh.cursor % tb.n
+		sh.cursor = i + 1
+		s := tb.slot(i)
+		tag := s[0].Load()
+		if tag == 0 {
+			continue
+		}
+		p := &s[1]
+		w := p.Load()
+		if w == t.tomb {
+			continue
+		}
+		examined++
+		if w == t.held {
+			if held.Settle(t.tb, t.tb, cell{p}, &sh.holds, t.slotKey(tb, i, tag), at, func(at time.Duration) { sh.floor = max(sh.floor, at) }) {
+				tb.live--
+				evicted++
+				continue
+			}
+			w = p.Load() // released, or still held
+		}
+		if w != t.held && t.fresh(w, at) {
+			sh.floor = max(sh.floor, at)
+			if p.CompareAndSwap(w, t.tomb) {
+				tb.live--
+				evicted++
+				continue
+			}
+			w = p.Load()
+		}
+		if soonest != nil {
+			*soonest = min(*soonest, t.untilFresh(sh, tb, i, tag, w, now))
+		}
+	}
+	t.evicted(sh, evicted)
+	return examined, evicted
+}
+
+// untilFresh returns the time from now until the state of slot i (word w)
+// becomes fresh: a probe's ResetAfter, on the record's state for a held
+// slot. It requires sh.mu.
+func (t *Store) untilFresh(sh *shard, tb *tab, i, tag, w uint64, now time.Duration) time.Duration {
+	if w == t.tomb {
+		return 0
+	}
+	if w == t.held {
+		s := sh.holds[t.slotKey(tb, i, tag)].State
+		return t.tb.Decide(&s, now, 0).ResetAfter
+	}
+	v, _, _, _ := t.step(w, now, 0)
+	return v.ResetAfter
+}
+
+// slotKey returns the recKey of slot i, whose tag is tag.
+func (t *Store) slotKey(tb *tab, i, tag uint64) recKey {
+	if t.hashed {
+		return recKey{tag: tag}
+	}
+	kw := tb.key(i)
+	rk := recKey{tag: tag, k0: kw[0].Load(), k1: kw[1].Load()}
+	if rk.k1 == longMark {
+		rk.long = tb.long(i)
+	}
+	return rk
+}
+
+// evicted records that n keys of sh were evicted: it uncounts them and
+// rebuilds the table smaller once it holds fewer keys than an eighth of its
+// slots (the copy, at most an eighth of the slots, is paid for by the
+// evictions since the table was built). It requires sh.mu.
+func (t *Store) evicted(sh *shard, n int) {
+	if n == 0 {
+		return
+	}
+	if t.maxKeys > 0 {
+		t.keys.Release(n)
+	}
+	if tb := sh.tab.Load(); tb.n > minSlots && uint64(tb.live) < tb.n/8 {
+		t.rebuild(sh, tb, size(tb.live))
+	}
+}
+
+// makeRoom applies the full-store policy (evict.MakeRoom) for a new key of
+// own, whose mutex the caller holds; it only TryLocks the other shards.
+func (t *Store) makeRoom(own *shard, now time.Duration) (time.Duration, bool) {
+	return evict.MakeRoom(&t.keys, t.maxKeys, t.shards, own, now, t.horizon,
+		func(sh *shard, isOwn bool, at time.Duration, limit int, soonest *time.Duration) (int, int) {
+			if !isOwn {
+				if !sh.mu.TryLock() {
+					return 0, 0
+				}
+				defer sh.mu.Unlock()
+			}
+			return t.sweep(sh, now, at, limit, soonest)
+		})
+}
+
+// Sweep implements [admit.Store]: it evicts every key fresh at the
+// eviction reading, shard by shard, and returns how many it evicted.
+func (t *Store) Sweep() int {
+	return t.sweepAt(evict.Reading(t.clock.Now()))
+}
+
+// sweepAt evicts every key fresh at reading at, shard by shard, and returns
+// how many it evicted.
+func (t *Store) sweepAt(at time.Duration) int {
+	total := 0
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		if tb := sh.tab.Load(); tb != nil {
+			_, n := t.sweep(sh, at, at, int(tb.n), nil)
+			total += n
+		}
+		sh.mu.Unlock()
+	}
+	return total
+}

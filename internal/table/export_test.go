@@ -1,0 +1,30 @@
+package table
+
+import (
+	"unsafe"
+
+	"github.com/admit-go/admit"
+)
+
+// Slots returns the slots of every shard's table of lim, a table.
+func Slots(lim admit.KeyedLimiter) int {
+	t := store(lim)
+	n := 0
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		if tb := sh.tab.Load(); tb != nil {
+			n += int(tb.n)
+		}
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// SlotBytes returns the bytes of one slot of a table of full keys and of
+// hashed keys.
+func SlotBytes() (full, hashed uintptr) {
+	f, h := newTab(8, 2), newTab(8, 1)
+	w := unsafe.Sizeof(f.w[0])
+	return uintptr(len(f.w)) * w / uintptr(f.n), uintptr(len(h.w)) * w / uintptr(h.n)
+}
