@@ -29,14 +29,14 @@ func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
 	}
 	switch rule.Algorithm {
 	case admit.TokenBucket:
-		return newKeyed[tbCell](newTBKernel(kernel.NewTokenBucket(rule), set.ShardCount()), rule, set), nil
+		return keyedTokenBucket{makeKeyed[tbCell](newTBKernel(kernel.NewTokenBucket(rule), set.ShardCount()), rule, set)}, nil
 	case admit.FixedWindow:
-		return newKeyed[fwCell](newFWCodec(rule), rule, set), nil
+		return keyedFixedWindow{makeKeyed[fwCell](newFWCodec(rule), rule, set)}, nil
 	default: // admit.SlidingCounter; keyedSettings rejected the sliding log
 		if c, ok := newSCCodec(rule); ok {
-			return newKeyed[scCell](c, rule, set), nil
+			return keyedSlidingCounter{makeKeyed[scCell](c, rule, set)}, nil
 		}
-		return newKeyed[scSnapCell](kernel.NewSlidingCounter(rule), rule, set), nil
+		return keyedSlidingCounterSnapshot{makeKeyed[scSnapCell](kernel.NewSlidingCounter(rule), rule, set)}, nil
 	}
 }
 

@@ -50,6 +50,15 @@
 // has a horizon, and past it the state leaves the word, not the kernel's
 // decisions.
 //
+// A request for one on a packed word, the call limiters see most often,
+// takes a fast path in the single-key limiters and the keyed stores alike:
+// the kernel's one-token specialisation (GCRA on the TAT in the word's own
+// units, or the windows' counts), between one load and one CAS, with the
+// same decisions. The general kernel still decides every other request,
+// every denial, a token bucket held by a reservation or spilled past its
+// word's horizon, and readings the specialisation does not take (outside
+// its range, or, for a window, stale).
+//
 // # Consistency
 //
 // Every decision is linearizable: it takes effect at the instant of its

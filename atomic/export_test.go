@@ -1,10 +1,13 @@
 package atomic
 
 import (
+	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/conformance"
+	"github.com/admit-go/admit/internal/kernel"
 )
 
 // evictAt evicts every key fresh at reading at (no slack): the forced
@@ -50,3 +53,101 @@ var Hooks = &conformance.StoreHooks{
 // Held reports whether the bucket's word is the held value: a reservation
 // holds it, or its state is past the word's horizon (spilled).
 func Held(l *TokenBucket) bool { return l.c.w.Load() == tbHeld }
+
+// cellOf returns key's cell in l, creating it if it is missing.
+func cellOf[C any, PC interface {
+	*C
+	kcell[K]
+}, K any](l *keyed[C, PC, K], key string) *C {
+	c, _, _ := l.obtain(key, 0)
+	return c
+}
+
+// SetState stores s, a kernel state of lim's algorithm
+// (kernel.TokenBucketState, FixedWindowState or SlidingCounterState), as
+// key's state in lim, a store from New, creating key if it is missing. A
+// token bucket's state past its word's horizon is spilled, as an admission
+// spills it; a window's must be one its word packs (a Window within the
+// clock range).
+func SetState(lim admit.KeyedLimiter, key string, s any) {
+	switch l := lim.(type) {
+	case keyedTokenBucket:
+		c := cellOf(l.keyed, key)
+		st := s.(kernel.TokenBucketState)
+		if !c.Fits(l.k, st) {
+			if !spill(l.k, c, unsafe.Pointer(c), c.w.Load(), st) {
+				panic("SetState: the cell moved")
+			}
+			return
+		}
+		w, _ := l.k.Pack(st)
+		c.w.Store(w)
+	case keyedFixedWindow:
+		cellOf(l.keyed, key).w.Store(l.k.pack(s.(kernel.FixedWindowState)))
+	case keyedSlidingCounter:
+		cellOf(l.keyed, key).w.Store(l.k.pack(s.(kernel.SlidingCounterState)))
+	case keyedSlidingCounterSnapshot:
+		st := s.(kernel.SlidingCounterState)
+		cellOf(l.keyed, key).p.Store(&st)
+	default:
+		panic(fmt.Sprintf("SetState: %T is no store of New", lim))
+	}
+}
+
+// State returns key's state in lim, as SetState takes it (a held bucket's
+// from its record), or nil if key is not stored.
+func State(lim admit.KeyedLimiter, key string) any {
+	switch l := lim.(type) {
+	case keyedTokenBucket:
+		c, ok := l.m.Load(key)
+		if !ok {
+			return nil
+		}
+		switch w := c.w.Load(); w {
+		case tbTombstone:
+			return nil
+		case tbHeld:
+			st := l.k.holds.of(unsafe.Pointer(c))
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			return st.m[unsafe.Pointer(c)].State
+		default:
+			return l.k.Unpack(w)
+		}
+	case keyedFixedWindow:
+		if c, ok := l.m.Load(key); ok && c.w.Load() != ^l.k.mask {
+			return l.k.unpack(c.w.Load())
+		}
+	case keyedSlidingCounter:
+		if c, ok := l.m.Load(key); ok && c.w.Load() != ^l.k.mask {
+			return l.k.unpack(c.w.Load())
+		}
+	case keyedSlidingCounterSnapshot:
+		if c, ok := l.m.Load(key); ok && c.p.Load() != scSnapTombstone {
+			if p := c.p.Load(); p != nil {
+				return *p
+			}
+			return kernel.SlidingCounterState{}
+		}
+	default:
+		panic(fmt.Sprintf("State: %T is no store of New", lim))
+	}
+	return nil
+}
+
+// AllowOne runs the fast path of lim.Allow(key) alone (kcell.allowOne) on
+// key's cell at reading now, creating key if it is missing: the Verdict
+// with ok true if it admitted, ok false if it declined.
+func AllowOne(lim admit.KeyedLimiter, key string, now time.Duration) (kernel.Verdict, bool) {
+	switch l := lim.(type) {
+	case keyedTokenBucket:
+		return cellOf(l.keyed, key).allowOne(l.k, now, nil)
+	case keyedFixedWindow:
+		return cellOf(l.keyed, key).allowOne(l.k, now, nil)
+	case keyedSlidingCounter:
+		return cellOf(l.keyed, key).allowOne(l.k, now, nil)
+	case keyedSlidingCounterSnapshot:
+		return cellOf(l.keyed, key).allowOne(l.k, now, nil)
+	}
+	panic(fmt.Sprintf("AllowOne: %T is no store of New", lim))
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/puzpuzpuz/xsync/v3"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
@@ -91,6 +92,15 @@ type kcell[K any] interface {
 	// unlink the cell and start over from the map. pause, when not nil
 	// (tests only), is called once, after the first load of the cell's value.
 	decideKeyed(k K, now time.Duration, n int, pause func()) (v kernel.Verdict, live bool)
+	// allowOne is decideKeyed(k, now, 1, pause)'s fast path, the admission
+	// the single-key limiter's Allow makes in its own frame: it loads the
+	// cell's value (then calls pause, when not nil), admits one by the
+	// kernel's AllowOne and one CAS, retrying on a failed CAS, and returns
+	// the admission's Verdict with ok true. It declines with ok false,
+	// having published nothing, on whatever AllowOne declines (a denial, a
+	// reading outside its range), the tombstone and a held value; the
+	// caller then decides by decideKeyed.
+	allowOne(k K, now time.Duration, pause func()) (v kernel.Verdict, ok bool)
 	// evict turns the cell into a tombstone if its value is fresh at reading
 	// at, raising floor to at first; it reports whether it did.
 	evict(k K, at time.Duration, floor *paddedInt64) bool
@@ -146,8 +156,9 @@ func (r *ring[C]) compact() {
 	r.head = 0
 }
 
-// keyed is a keyed limiter: a concurrent map from key to cell, with rings of
+// keyed is the keyed store: a concurrent map from key to cell, with rings of
 // cells for the sweeper. PC is *C, the type whose methods are the cell's.
+// New returns it wrapped in a type per cell that adds Allow (below).
 type keyed[C any, PC interface {
 	*C
 	kcell[K]
@@ -174,20 +185,6 @@ type keyed[C any, PC interface {
 	pause satomic.Pointer[func()]
 }
 
-// newKeyed returns the keyed store for cells C; for the token bucket's cells,
-// wrapped in keyedTokenBucket, which adds reservations (keyed_reserve.go).
-func newKeyed[C any, PC interface {
-	*C
-	kcell[K]
-}, K any](k K, rule admit.Rule, set plumb.Settings) admit.Store {
-	l := makeKeyed[C, PC](k, rule, set)
-	switch l := any(l).(type) {
-	case *keyed[tbCell, *tbCell, *tbKernel]:
-		return keyedTokenBucket[tbCell, *tbCell, uint64]{l}
-	}
-	return l
-}
-
 // makeKeyed returns the keyed store for cells C.
 func makeKeyed[C any, PC interface {
 	*C
@@ -210,26 +207,109 @@ func makeKeyed[C any, PC interface {
 	return l
 }
 
-func (l *keyed[C, PC, K]) Allow(key string) admit.Decision { return l.AllowN(key, 1) }
+// The stores New returns are keyed for each cell type, each wrapped in a
+// type of its own (keyedTokenBucket, in keyed_reserve.go, also adds
+// reservations) whose Allow is not generic. A generic type's method is
+// reached from an interface through a wrapper that Go generates for the
+// instantiation, which calls the method's shared body and copies the
+// five-field Decision it returns once more (see kernel.Verdict): 32 of the
+// 388 instructions of a keyed token bucket's admitted Allow on one key
+// (callgrind, a step clock, the clock's read included). Each Allow below
+// fills its own Decision from decide's Verdict, the one copy. AllowN,
+// called less often, is keyed's.
+type (
+	keyedFixedWindow struct {
+		*keyed[fwCell, *fwCell, *fwCodec]
+	}
+	keyedSlidingCounter struct {
+		*keyed[scCell, *scCell, *scCodec]
+	}
+	keyedSlidingCounterSnapshot struct {
+		*keyed[scSnapCell, *scSnapCell, *kernel.SlidingCounter]
+	}
+)
+
+var (
+	_ admit.Store = keyedFixedWindow{}
+	_ admit.Store = keyedSlidingCounter{}
+	_ admit.Store = keyedSlidingCounterSnapshot{}
+)
+
+// Allow implements [admit.KeyedLimiter]: AllowN(key, 1).
+func (l keyedFixedWindow) Allow(key string) (d admit.Decision) {
+	v := l.decide(key, 1)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.limit, v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
+}
+
+// Allow implements [admit.KeyedLimiter]: AllowN(key, 1).
+func (l keyedSlidingCounter) Allow(key string) (d admit.Decision) {
+	v := l.decide(key, 1)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.limit, v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
+}
+
+// Allow implements [admit.KeyedLimiter]: AllowN(key, 1).
+func (l keyedSlidingCounterSnapshot) Allow(key string) (d admit.Decision) {
+	v := l.decide(key, 1)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.limit, v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
+}
 
 // Rule implements [admit.Store].
 func (l *keyed[C, PC, K]) Rule() admit.Rule { return l.rule }
 
-// AllowN fills its named result from the cell's Verdict (see kernel.Verdict).
+// AllowN implements [admit.KeyedLimiter]. It fills its named result from
+// decide's Verdict (see kernel.Verdict), as each store's Allow does.
 func (l *keyed[C, PC, K]) AllowN(key string, n int) (d admit.Decision) {
-	now := l.clock.now()
-	pause := l.takePause()
+	v := l.decide(key, n)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.limit, v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
+}
+
+// decide is AllowN's loop: it looks key up, creating it if it is missing
+// and the call would store something, and decides on its cell, starting
+// over from the lookup when the cell is a tombstone.
+//
+// A request for one, the call most stores see most often, first takes the
+// cell's fast path (kcell.allowOne): the kernel's AllowOne on the packed
+// word and one CAS, as the single-key limiters' Allow does. The general
+// kernel (decideKeyed: unpack, Decide, pack, CAS) still decides every other
+// n, every denial, a held or spilled bucket, readings outside AllowOne's
+// range and the snapshot cells, on the value it loads again. The fast path
+// publishes nothing on the tombstone, so the eviction protocol is the same
+// on both paths. The clock read and the test pause's check are written out
+// here, as TokenBucket.Allow does, so that they cost no call.
+func (l *keyed[C, PC, K]) decide(key string, n int) kernel.Verdict {
+	var now time.Duration
+	if l.clock.sys {
+		now = clock.System().Now() // devirtualized: see clockRef
+	} else if l.clock.coarse == nil {
+		now = l.clock.c.Now()
+	} else {
+		now = l.clock.coarseNow()
+	}
+	var pause func()
+	if l.pause.Load() != nil {
+		pause = l.takePause()
+	}
 	for {
 		c, ok := l.m.Load(key)
 		hook.Between(hook.AfterLookup)
 		if !ok {
-			if c, d, ok = l.create(key, &now, n); !ok {
-				return d
+			var v kernel.Verdict
+			if c, v, ok = l.create(key, &now, n); !ok {
+				return v
 			}
 		}
+		if n == 1 {
+			if v, ok := PC(c).allowOne(l.k, now, pause); ok {
+				return v
+			}
+			pause = nil // called after the fast path's load
+		}
 		if v, live := PC(c).decideKeyed(l.k, now, n, pause); live {
-			d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.limit, v.Remaining, v.RetryAfter, v.ResetAfter
-			return d
+			return v
 		}
 		// A tombstone: help unlink it, then look the key up again.
 		pause = nil
@@ -248,20 +328,20 @@ func (l *keyed[C, PC, K]) takePause() func() {
 
 // create is the path of a call that found key missing. It clamps *now to the
 // floor, then returns the key's cell, creating it (a goroutine racing on the
-// same key gets the same cell), or, with ok false, the call's Decision when
+// same key gets the same cell), or, with ok false, the call's Verdict when
 // it needs no cell: a probe or a request that can never pass (which leave no
 // state behind), or a new key in a full store.
-func (l *keyed[C, PC, K]) create(key string, now *time.Duration, n int) (c *C, d admit.Decision, ok bool) {
+func (l *keyed[C, PC, K]) create(key string, now *time.Duration, n int) (c *C, v kernel.Verdict, ok bool) {
 	*now = max(*now, time.Duration(l.floor.n.Load())) // the key may have been evicted as fresh at floor
 	if n <= 0 || n > l.limit {
-		v, _ := PC(&l.zero).decideKeyed(l.k, *now, n, nil) // publishes nothing for these n
-		return nil, v.Decision(l.limit), false
+		v, _ = PC(&l.zero).decideKeyed(l.k, *now, n, nil) // publishes nothing for these n
+		return nil, v, false
 	}
 	c, wait, ok := l.obtain(key, *now)
 	if !ok {
-		return nil, admit.Decision{Limit: l.limit, RetryAfter: wait}, false
+		return nil, kernel.Verdict{RetryAfter: wait}, false
 	}
-	return c, d, true
+	return c, v, true
 }
 
 // obtain returns key's cell for a call that found key missing and decided,

@@ -35,27 +35,28 @@ import (
 // eviction's check is on the value it swaps out, whatever the value's
 // history.
 
-// reserverCell is a keyed token-bucket cell: tbCell, V its uint64 word
-// (every token-bucket rule packs; the snapshot cell serves only the
-// single-key TokenBucketSnapshot).
-type reserverCell[C any, V comparable] interface {
-	*C
-	kcell[*tbKernel]
-	holdCell[V]
-}
-
-// keyedTokenBucket is the keyed token bucket; C is tbCell.
-type keyedTokenBucket[C any, PC reserverCell[C, V], V comparable] struct {
-	*keyed[C, PC, *tbKernel]
+// keyedTokenBucket is the keyed token bucket, its cells tbCell (every
+// token-bucket rule packs; the snapshot cell serves only the single-key
+// TokenBucketSnapshot). It is not generic, so that its Allow is not either
+// (see keyedFixedWindow).
+type keyedTokenBucket struct {
+	*keyed[tbCell, *tbCell, *tbKernel]
 }
 
 var (
-	_ admit.KeyedReserver = keyedTokenBucket[tbCell, *tbCell, uint64]{}
-	_ admit.Store         = keyedTokenBucket[tbCell, *tbCell, uint64]{}
+	_ admit.KeyedReserver = keyedTokenBucket{}
+	_ admit.Store         = keyedTokenBucket{}
 )
 
-// ReserveN implements [admit.KeyedReserver]. Its loop is AllowN's.
-func (l keyedTokenBucket[C, PC, V]) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
+// Allow implements [admit.KeyedLimiter]: AllowN(key, 1).
+func (l keyedTokenBucket) Allow(key string) (d admit.Decision) {
+	v := l.decide(key, 1)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.limit, v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
+}
+
+// ReserveN implements [admit.KeyedReserver]. Its loop is AllowN's (decide).
+func (l keyedTokenBucket) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
 	now := l.clock.now()
 	pause := l.takePause()
 	for {
@@ -75,7 +76,7 @@ func (l keyedTokenBucket[C, PC, V]) ReserveN(key string, n int, maxWait time.Dur
 				return reservation.New(wait, n, 0), false // a full store
 			}
 		}
-		if d, ok, t, live := reserveHeld(l.k, PC(c), unsafe.Pointer(c), now, n, maxWait, pause); live {
+		if d, ok, t, live := reserveHeld(l.k, c, unsafe.Pointer(c), now, n, maxWait, pause); live {
 			return reservation.New(d, n, t), ok
 		}
 		// A tombstone: help unlink it, then look the key up again.
@@ -85,12 +86,12 @@ func (l keyedTokenBucket[C, PC, V]) ReserveN(key string, n int, maxWait time.Dur
 }
 
 // CancelReservation implements [admit.KeyedReserver].
-func (l keyedTokenBucket[C, PC, V]) CancelReservation(key string, r admit.Reservation) bool {
+func (l keyedTokenBucket) CancelReservation(key string, r admit.Reservation) bool {
 	now := l.clock.now()
 	c, ok := l.m.Load(key)
 	if !ok {
 		return false // evicted as fresh: the reservation was due
 	}
 	now = max(now, time.Duration(l.floor.n.Load()))
-	return cancelHeld(l.k, PC(c), unsafe.Pointer(c), reservation.Ticket(r), now)
+	return cancelHeld(l.k, c, unsafe.Pointer(c), reservation.Ticket(r), now)
 }

@@ -73,7 +73,7 @@ func TestUnlinkUncountsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := lim.(*keyed[fwCell, *fwCell, *fwCodec])
+	l := lim.(keyedFixedWindow)
 	lim.Allow("a")
 	lim.Allow("b")
 	a, ok := l.m.Load("a")

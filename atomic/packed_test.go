@@ -123,11 +123,11 @@ func TestFormChoice(t *testing.T) {
 		rule admit.Rule
 		want any
 	}{
-		{rule(admit.TokenBucket, 3, 10*time.Second), keyedTokenBucket[tbCell, *tbCell, uint64]{}},
-		{rule(admit.TokenBucket, 9999, time.Second), keyedTokenBucket[tbCell, *tbCell, uint64]{}},
-		{rule(admit.FixedWindow, 1, 1), &keyed[fwCell, *fwCell, *fwCodec]{}},
-		{rule(admit.SlidingCounter, 1000, 1<<19), &keyed[scCell, *scCell, *scCodec]{}},
-		{rule(admit.SlidingCounter, 1000, 1<<19-1), &keyed[scSnapCell, *scSnapCell, *kernel.SlidingCounter]{}},
+		{rule(admit.TokenBucket, 3, 10*time.Second), keyedTokenBucket{}},
+		{rule(admit.TokenBucket, 9999, time.Second), keyedTokenBucket{}},
+		{rule(admit.FixedWindow, 1, 1), keyedFixedWindow{}},
+		{rule(admit.SlidingCounter, 1000, 1<<19), keyedSlidingCounter{}},
+		{rule(admit.SlidingCounter, 1000, 1<<19-1), keyedSlidingCounterSnapshot{}},
 	} {
 		lim, err := New(tc.rule)
 		require.NoError(t, err)

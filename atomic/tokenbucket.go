@@ -157,6 +157,33 @@ func (c *tbCell) decideKeyed(k *tbKernel, now time.Duration, n int, pause func()
 	return kernel.Verdict{}, false
 }
 
+// allowOne is decideKeyed(k, now, 1, pause)'s fast path (kcell.allowOne):
+// TokenBucket.Allow's loop on a keyed cell, kernel.TokenBucket.AllowOne on
+// the word and one CAS, with Remaining and ResetAfter by OneVerdict. The
+// CAS loop's reasoning and linearization point are try's. It declines what
+// AllowOne declines, the tombstone and the held value (AllowOne's
+// arithmetic on a sentinel is discarded: the word is checked before any
+// CAS, so a tombstone is never replaced).
+func (c *tbCell) allowOne(k *tbKernel, now time.Duration, pause func()) (v kernel.Verdict, ok bool) {
+	old := c.w.Load()
+	if pause != nil {
+		pause()
+	}
+	for {
+		nw, owed, ok := k.AllowOne(old, now)
+		if !ok || old-tbTombstone <= tbHeld-tbTombstone { // old is 1 or 2
+			return v, false
+		}
+		hook.Between(hook.BeforeCAS)
+		if c.w.CompareAndSwap(old, nw) {
+			v.Allowed = true
+			v.Remaining, v.ResetAfter = k.OneVerdict(owed)
+			return v, true
+		}
+		old = c.w.Load()
+	}
+}
+
 // evict is step 2 of the eviction protocol (see keyed.go). The tempting
 // wrong version checks freshness and then Stores the tombstone: an admission
 // published between the check and the Store would be erased with the cell,

@@ -122,6 +122,32 @@ func (c *fwCell) decideKeyed(k *fwCodec, now time.Duration, n int, pause func())
 	return kernel.Verdict{}, false
 }
 
+// allowOne is decideKeyed(k, now, 1, pause)'s fast path (kcell.allowOne):
+// FixedWindow.Allow's loop on a keyed cell, kernel.FixedWindow.AllowOne on
+// the unpacked word and one CAS; the CAS loop's reasoning and
+// linearization point are try's. It declines what AllowOne declines and
+// the tombstone, which it checks before unpacking: the tombstone unpacks
+// as a fresh window, which AllowOne would admit.
+func (c *fwCell) allowOne(k *fwCodec, now time.Duration, pause func()) (kernel.Verdict, bool) {
+	old := c.w.Load()
+	if pause != nil {
+		pause()
+	}
+	for old != ^k.mask {
+		s := k.unpack(old)
+		v, ok := k.k.AllowOne(&s, now)
+		if !ok {
+			break
+		}
+		hook.Between(hook.BeforeCAS)
+		if c.w.CompareAndSwap(old, k.pack(s)) {
+			return v, true
+		}
+		old = c.w.Load()
+	}
+	return kernel.Verdict{}, false
+}
+
 // evict is tbCell.evict for a packed window.
 func (c *fwCell) evict(k *fwCodec, at time.Duration, floor *paddedInt64) bool {
 	old := c.w.Load()
@@ -311,6 +337,29 @@ func (c *scCell) decideKeyed(k *scCodec, now time.Duration, n int, pause func())
 	return kernel.Verdict{}, false
 }
 
+// allowOne is fwCell.allowOne for the sliding counter, with
+// kernel.SlidingCounter.AllowOne; its tombstone also unpacks as a fresh
+// counter.
+func (c *scCell) allowOne(k *scCodec, now time.Duration, pause func()) (kernel.Verdict, bool) {
+	old := c.w.Load()
+	if pause != nil {
+		pause()
+	}
+	for old != ^k.mask {
+		s := k.unpack(old)
+		v, ok := k.k.AllowOne(&s, now)
+		if !ok {
+			break
+		}
+		hook.Between(hook.BeforeCAS)
+		if c.w.CompareAndSwap(old, k.pack(s)) {
+			return v, true
+		}
+		old = c.w.Load()
+	}
+	return kernel.Verdict{}, false
+}
+
 func (c *scCell) evict(k *scCodec, at time.Duration, floor *paddedInt64) bool {
 	old := c.w.Load()
 	if old == ^k.mask {
@@ -373,6 +422,12 @@ func (c *scSnapCell) decideKeyed(k *kernel.SlidingCounter, now time.Duration, n 
 			return v, true
 		}
 	}
+}
+
+// allowOne declines: the snapshot allocates per admission, and its
+// general path (decideKeyed) is the one it has.
+func (c *scSnapCell) allowOne(*kernel.SlidingCounter, time.Duration, func()) (kernel.Verdict, bool) {
+	return kernel.Verdict{}, false
 }
 
 func (c *scSnapCell) evict(k *kernel.SlidingCounter, at time.Duration, floor *paddedInt64) bool {
