@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/clockref"
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/plumb"
 )
@@ -51,14 +52,14 @@ func NewLimiter(rule admit.Rule, opts ...admit.Option) (admit.Limiter, error) {
 	}
 	switch rule.Algorithm {
 	case admit.TokenBucket:
-		return &TokenBucket{k: *newTBKernel(kernel.NewTokenBucket(rule), 1), clock: newClockRef(set.Clock), rule: rule}, nil
+		return &TokenBucket{k: *newTBKernel(kernel.NewTokenBucket(rule), 1), clock: clockref.New(set.Clock), rule: rule}, nil
 	case admit.FixedWindow:
-		return &FixedWindow{codec: newFWCodec(rule), clock: newClockRef(set.Clock), rule: rule}, nil
+		return &FixedWindow{codec: newFWCodec(rule), clock: clockref.New(set.Clock), rule: rule}, nil
 	default:
 		if c, ok := newSCCodec(rule); ok {
-			return &slidingCounter{codec: c, clock: newClockRef(set.Clock), rule: rule}, nil
+			return &slidingCounter{codec: c, clock: clockref.New(set.Clock), rule: rule}, nil
 		}
-		return &slidingCounterSnapshot{k: kernel.NewSlidingCounter(rule), clock: newClockRef(set.Clock), rule: rule}, nil
+		return &slidingCounterSnapshot{k: kernel.NewSlidingCounter(rule), clock: clockref.New(set.Clock), rule: rule}, nil
 	}
 }
 

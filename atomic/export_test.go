@@ -34,7 +34,7 @@ func (l *keyed[C, PC, K]) ringLens() []int {
 // reached obtain after the other call had stored the key's cell. It reports
 // whether obtain handed back that cell.
 func (l *keyed[C, PC, K]) loseCreationRace(key string) bool {
-	c, _, ok := l.obtain(key, l.clock.now())
+	c, _, ok := l.obtain(key, l.clock.Now())
 	existing, _ := l.m.Load(key)
 	return ok && c == existing
 }

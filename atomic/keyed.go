@@ -14,6 +14,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/clockref"
 	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
@@ -167,7 +168,7 @@ type keyed[C any, PC interface {
 	k       K
 	rule    admit.Rule
 	limit   int
-	clock   clockRef
+	clock   clockref.Ref
 	seed    maphash.Seed
 	shift   uint          // a hash's ring is hash >> shift (64 for one ring: 0)
 	maxKeys int64         // WithMaxKeys, or 0 for no bound
@@ -196,7 +197,7 @@ func makeKeyed[C any, PC interface {
 		k:       k,
 		rule:    rule,
 		limit:   rule.Limit,
-		clock:   newClockRef(set.Clock),
+		clock:   clockref.New(set.Clock),
 		seed:    maphash.MakeSeed(),
 		shift:   uint(64 - bits.TrailingZeros(uint(n))),
 		maxKeys: int64(set.MaxKeys),
@@ -282,12 +283,12 @@ func (l *keyed[C, PC, K]) AllowN(key string, n int) (d admit.Decision) {
 // here, as TokenBucket.Allow does, so that they cost no call.
 func (l *keyed[C, PC, K]) decide(key string, n int) kernel.Verdict {
 	var now time.Duration
-	if l.clock.sys {
-		now = clock.System().Now() // devirtualized: see clockRef
-	} else if l.clock.coarse == nil {
-		now = l.clock.c.Now()
+	if l.clock.Sys {
+		now = clock.System().Now() // devirtualized: see clockref.Ref
+	} else if l.clock.Coarse == nil {
+		now = l.clock.C.Now()
 	} else {
-		now = l.clock.coarseNow()
+		now = l.clock.CoarseNow()
 	}
 	var pause func()
 	if l.pause.Load() != nil {
@@ -471,7 +472,7 @@ func (l *keyed[C, PC, K]) Len() int { return l.m.Size() }
 
 // Sweep implements [admit.Store].
 func (l *keyed[C, PC, K]) Sweep() int {
-	return l.sweepAt(evict.Reading(l.clock.now()))
+	return l.sweepAt(evict.Reading(l.clock.Now()))
 }
 
 // sweepAt evicts every cell that is fresh at reading at, ring by ring, and

@@ -57,7 +57,7 @@ func (l keyedTokenBucket) Allow(key string) (d admit.Decision) {
 
 // ReserveN implements [admit.KeyedReserver]. Its loop is AllowN's (decide).
 func (l keyedTokenBucket) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
-	now := l.clock.now()
+	now := l.clock.Now()
 	pause := l.takePause()
 	for {
 		c, ok := l.m.Load(key)
@@ -87,7 +87,7 @@ func (l keyedTokenBucket) ReserveN(key string, n int, maxWait time.Duration) (ad
 
 // CancelReservation implements [admit.KeyedReserver].
 func (l keyedTokenBucket) CancelReservation(key string, r admit.Reservation) bool {
-	now := l.clock.now()
+	now := l.clock.Now()
 	c, ok := l.m.Load(key)
 	if !ok {
 		return false // evicted as fresh: the reservation was due

@@ -22,22 +22,22 @@ var (
 
 // ReserveN implements [admit.Reserver].
 func (l *TokenBucket) ReserveN(n int, maxWait time.Duration) (admit.Reservation, bool) {
-	d, ok, t, _ := reserveHeld(&l.k, &l.c, unsafe.Pointer(&l.c), l.clock.now(), n, maxWait, nil)
+	d, ok, t, _ := reserveHeld(&l.k, &l.c, unsafe.Pointer(&l.c), l.clock.Now(), n, maxWait, nil)
 	return reservation.New(d, n, t), ok
 }
 
 // CancelReservation implements [admit.Reserver].
 func (l *TokenBucket) CancelReservation(r admit.Reservation) bool {
-	return cancelHeld(&l.k, &l.c, unsafe.Pointer(&l.c), reservation.Ticket(r), l.clock.now())
+	return cancelHeld(&l.k, &l.c, unsafe.Pointer(&l.c), reservation.Ticket(r), l.clock.Now())
 }
 
 // ReserveN implements [admit.Reserver].
 func (l *TokenBucketSnapshot) ReserveN(n int, maxWait time.Duration) (admit.Reservation, bool) {
-	d, ok, t, _ := reserveHeld(&l.k, &l.c, unsafe.Pointer(&l.c), l.clock.now(), n, maxWait, nil)
+	d, ok, t, _ := reserveHeld(&l.k, &l.c, unsafe.Pointer(&l.c), l.clock.Now(), n, maxWait, nil)
 	return reservation.New(d, n, t), ok
 }
 
 // CancelReservation implements [admit.Reserver].
 func (l *TokenBucketSnapshot) CancelReservation(r admit.Reservation) bool {
-	return cancelHeld(&l.k, &l.c, unsafe.Pointer(&l.c), reservation.Ticket(r), l.clock.now())
+	return cancelHeld(&l.k, &l.c, unsafe.Pointer(&l.c), reservation.Ticket(r), l.clock.Now())
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/clockref"
 	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
@@ -326,7 +327,7 @@ func (c *tbSnapCell) decide(k *tbKernel, now time.Duration, n int) kernel.Verdic
 type TokenBucket struct {
 	c     tbCell
 	k     tbKernel
-	clock clockRef
+	clock clockref.Ref
 	rule  admit.Rule
 }
 
@@ -340,7 +341,7 @@ func NewTokenBucket(rule admit.Rule, opts ...admit.Option) (*TokenBucket, error)
 	if err != nil {
 		return nil, err
 	}
-	return &TokenBucket{k: *newTBKernel(&k, 1), clock: newClockRef(set.Clock), rule: rule}, nil
+	return &TokenBucket{k: *newTBKernel(&k, 1), clock: clockref.New(set.Clock), rule: rule}, nil
 }
 
 // Allow is AllowN(1).
@@ -356,12 +357,12 @@ func NewTokenBucket(rule admit.Rule, opts ...admit.Option) (*TokenBucket, error)
 // loads the word again and decides on what it finds.
 func (l *TokenBucket) Allow() (d admit.Decision) {
 	var now time.Duration
-	if l.clock.sys {
-		now = clock.System().Now() // devirtualized: see clockRef
-	} else if l.clock.coarse == nil {
-		now = l.clock.c.Now()
+	if l.clock.Sys {
+		now = clock.System().Now() // devirtualized: see clockref.Ref
+	} else if l.clock.Coarse == nil {
+		now = l.clock.C.Now()
 	} else {
-		now = l.clock.coarseNow()
+		now = l.clock.CoarseNow()
 	}
 	for {
 		old := l.c.w.Load()
@@ -386,7 +387,7 @@ func (l *TokenBucket) AllowN(n int) (d admit.Decision) {
 	if n == 1 {
 		return l.Allow()
 	}
-	v := l.c.decide(&l.k, l.clock.now(), n)
+	v := l.c.decide(&l.k, l.clock.Now(), n)
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
@@ -400,7 +401,7 @@ func (l *TokenBucket) AllowN(n int) (d admit.Decision) {
 type TokenBucketSnapshot struct {
 	c     tbSnapCell
 	k     tbKernel
-	clock clockRef
+	clock clockref.Ref
 	rule  admit.Rule
 }
 
@@ -414,19 +415,19 @@ func NewTokenBucketSnapshot(rule admit.Rule, opts ...admit.Option) (*TokenBucket
 	if err != nil {
 		return nil, err
 	}
-	return &TokenBucketSnapshot{k: *newTBKernel(&k, 1), clock: newClockRef(set.Clock), rule: rule}, nil
+	return &TokenBucketSnapshot{k: *newTBKernel(&k, 1), clock: clockref.New(set.Clock), rule: rule}, nil
 }
 
 // Allow is AllowN(1).
 func (l *TokenBucketSnapshot) Allow() (d admit.Decision) {
-	v := l.c.decide(&l.k, l.clock.now(), 1)
+	v := l.c.decide(&l.k, l.clock.Now(), 1)
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
 
 // AllowN decides a request for n, with the semantics of [admit.Limiter].
 func (l *TokenBucketSnapshot) AllowN(n int) (d admit.Decision) {
-	v := l.c.decide(&l.k, l.clock.now(), n)
+	v := l.c.decide(&l.k, l.clock.Now(), n)
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/clockref"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
 )
@@ -170,7 +171,7 @@ func (c *fwCell) evict(k *fwCodec, at time.Duration, floor *paddedInt64) bool {
 type FixedWindow struct {
 	c     fwCell
 	codec *fwCodec
-	clock clockRef
+	clock clockref.Ref
 	rule  admit.Rule
 }
 
@@ -187,7 +188,7 @@ func NewFixedWindow(rule admit.Rule, opts ...admit.Option) (*FixedWindow, error)
 	if err != nil {
 		return nil, err
 	}
-	return &FixedWindow{codec: newFWCodec(rule), clock: newClockRef(set.Clock), rule: rule}, nil
+	return &FixedWindow{codec: newFWCodec(rule), clock: clockref.New(set.Clock), rule: rule}, nil
 }
 
 // Allow is AllowN(1).
@@ -198,12 +199,12 @@ func NewFixedWindow(rule admit.Rule, opts ...admit.Option) (*FixedWindow, error)
 // (a denial, a stale reading, one outside the clock range) goes to decide.
 func (l *FixedWindow) Allow() (d admit.Decision) {
 	var now time.Duration
-	if l.clock.sys {
-		now = clock.System().Now() // devirtualized: see clockRef
-	} else if l.clock.coarse == nil {
-		now = l.clock.c.Now()
+	if l.clock.Sys {
+		now = clock.System().Now() // devirtualized: see clockref.Ref
+	} else if l.clock.Coarse == nil {
+		now = l.clock.C.Now()
 	} else {
-		now = l.clock.coarseNow()
+		now = l.clock.CoarseNow()
 	}
 	k := l.codec
 	for {
@@ -229,7 +230,7 @@ func (l *FixedWindow) AllowN(n int) (d admit.Decision) {
 	if n == 1 {
 		return l.Allow()
 	}
-	v := l.c.decide(l.codec, l.clock.now(), n)
+	v := l.c.decide(l.codec, l.clock.Now(), n)
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.codec.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
@@ -453,7 +454,7 @@ func (c *scSnapCell) evict(k *kernel.SlidingCounter, at time.Duration, floor *pa
 type slidingCounter struct {
 	c     scCell
 	codec *scCodec
-	clock clockRef
+	clock clockref.Ref
 	rule  admit.Rule
 }
 
@@ -463,12 +464,12 @@ func (l *slidingCounter) Rule() admit.Rule { return l.rule }
 // kernel.SlidingCounter.AllowOne as the fast path of scCell.decide.
 func (l *slidingCounter) Allow() (d admit.Decision) {
 	var now time.Duration
-	if l.clock.sys {
-		now = clock.System().Now() // devirtualized: see clockRef
-	} else if l.clock.coarse == nil {
-		now = l.clock.c.Now()
+	if l.clock.Sys {
+		now = clock.System().Now() // devirtualized: see clockref.Ref
+	} else if l.clock.Coarse == nil {
+		now = l.clock.C.Now()
 	} else {
-		now = l.clock.coarseNow()
+		now = l.clock.CoarseNow()
 	}
 	k := l.codec
 	for {
@@ -494,7 +495,7 @@ func (l *slidingCounter) AllowN(n int) (d admit.Decision) {
 	if n == 1 {
 		return l.Allow()
 	}
-	v := l.c.decide(l.codec, l.clock.now(), n)
+	v := l.c.decide(l.codec, l.clock.Now(), n)
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.codec.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
@@ -504,7 +505,7 @@ func (l *slidingCounter) AllowN(n int) (d admit.Decision) {
 type slidingCounterSnapshot struct {
 	c     scSnapCell
 	k     *kernel.SlidingCounter
-	clock clockRef
+	clock clockref.Ref
 	rule  admit.Rule
 }
 
@@ -514,7 +515,7 @@ func (l *slidingCounterSnapshot) Allow() admit.Decision { return l.AllowN(1) }
 
 // AllowN fills its named result from the cell's Verdict (see kernel.Verdict).
 func (l *slidingCounterSnapshot) AllowN(n int) (d admit.Decision) {
-	v := l.c.decide(l.k, l.clock.now(), n)
+	v := l.c.decide(l.k, l.clock.Now(), n)
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.Limit(), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }

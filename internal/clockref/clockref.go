@@ -1,4 +1,6 @@
-package atomic
+// Package clockref is how the lock-free limiters (package atomic, and the
+// keyed table of package sharded) read their clock cheaply.
+package clockref
 
 import (
 	"reflect"
@@ -7,7 +9,7 @@ import (
 	"github.com/admit-go/admit/clock"
 )
 
-// clockRef is a limiter's clock. When it is clock.System(), the limiter
+// Ref is a limiter's clock. When it is clock.System(), the limiter
 // reads it by a call the compiler resolves statically, clock.System().Now()
 // (System is inlined, its concrete type is then known, and the call is
 // devirtualized and inlined down to time.Since), instead of a dynamic call
@@ -20,39 +22,40 @@ import (
 // A *clock.CoarseClock is called directly too (coarse): its Now is one
 // atomic load and a comparison, which the compiler inlines once the call is
 // static, so the dynamic call is most of what a coarse reading costs.
-type clockRef struct {
-	c      clock.Clock
-	sys    bool               // c is clock.System()
-	coarse *clock.CoarseClock // c, when it is a coarse clock
+type Ref struct {
+	C      clock.Clock
+	Sys    bool               // C is clock.System()
+	Coarse *clock.CoarseClock // C, when it is a coarse clock
 }
 
 // systemType is the dynamic type of clock.System().
 var systemType = reflect.TypeOf(clock.System())
 
-// newClockRef returns c as a clockRef. It compares dynamic types, not
+// New returns c as a Ref. It compares dynamic types, not
 // values: == on two interfaces panics when their dynamic type is not
 // comparable (a user's clock may be a struct holding a func), and System's
 // type is an empty struct, so its type is its value.
-func newClockRef(c clock.Clock) clockRef {
+func New(c clock.Clock) Ref {
 	coarse, _ := c.(*clock.CoarseClock)
-	return clockRef{c: c, sys: reflect.TypeOf(c) == systemType, coarse: coarse}
+	return Ref{C: c, Sys: reflect.TypeOf(c) == systemType, Coarse: coarse}
 }
 
-// now reads the clock.
-func (r *clockRef) now() time.Duration {
-	if r.sys {
+// Now reads the clock. The hottest paths test Sys and read the system clock
+// in their own frame instead (see atomic.TokenBucket.Allow).
+func (r *Ref) Now() time.Duration {
+	if r.Sys {
 		return clock.System().Now()
 	}
-	if r.coarse == nil {
-		return r.c.Now()
+	if r.Coarse == nil {
+		return r.C.Now()
 	}
-	return r.coarseNow()
+	return r.CoarseNow()
 }
 
-// coarseNow reads the coarse clock by a static call, in which its Now (an
+// CoarseNow reads the coarse clock by a static call, in which its Now (an
 // atomic load) inlines. It is outlined so that the hottest paths, which
 // test sys and read the system clock in their own frame, stay small: inlined
 // there it cost the system-clock path three instructions per call.
 //
 //go:noinline
-func (r *clockRef) coarseNow() time.Duration { return r.coarse.Now() }
+func (r *Ref) CoarseNow() time.Duration { return r.Coarse.Now() }
