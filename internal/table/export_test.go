@@ -28,3 +28,6 @@ func SlotBytes() (full, hashed uintptr) {
 	w := unsafe.Sizeof(f.w[0])
 	return uintptr(len(f.w)) * w / uintptr(f.n), uintptr(len(h.w)) * w / uintptr(h.n)
 }
+
+// ShortKey is shortKey.
+var ShortKey = shortKey

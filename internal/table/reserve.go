@@ -29,6 +29,14 @@ var (
 	_ admit.Store         = reserver{}
 )
 
+// Allow is Store.Allow, written out so that no wrapper copies the Decision
+// once more.
+func (r reserver) Allow(key string) (d admit.Decision) {
+	v := r.decideKey(key, 1)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, r.limit, v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
+}
+
 // ReserveN implements [admit.KeyedReserver].
 func (r reserver) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
 	t := r.Store

@@ -1,6 +1,7 @@
 package table
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"strings"
 	"sync/atomic"
@@ -114,22 +115,26 @@ func tagOf(h uint64) uint64 {
 }
 
 // shortKey returns the words 2 and 3 of key, and ok false if the key is
-// longer than 15 bytes (its words are then its length and longMark).
+// longer than 15 bytes (its words are then its length and longMark). It
+// reads the key with overlapping loads, never past its end, and no copy.
 func shortKey(key string) (k0, k1 uint64, ok bool) {
 	n := len(key)
 	if n > 15 {
 		return uint64(n), longMark, false
 	}
-	var b [16]byte
-	copy(b[:15], key)
-	b[15] = byte(n)
-	return le64(b[:8]), le64(b[8:]), true
-}
-
-func le64(b []byte) uint64 {
-	_ = b[7]
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+	b := unsafe.Slice(unsafe.StringData(key), n)
+	switch {
+	case n >= 8:
+		// Bytes 8..n-1 are the top n-8 bytes of the last eight.
+		k0 = binary.LittleEndian.Uint64(b)
+		k1 = binary.LittleEndian.Uint64(b[n-8:]) >> (8 * (16 - n))
+	case n >= 4:
+		// Two overlapping 4-byte loads; the bytes they share agree.
+		k0 = uint64(binary.LittleEndian.Uint32(b)) | uint64(binary.LittleEndian.Uint32(b[n-4:]))<<(8*(n-4))
+	case n > 0:
+		k0 = uint64(b[0]) | uint64(b[n/2])<<(8*(n/2)) | uint64(b[n-1])<<(8*(n-1))
+	}
+	return k0, k1 | uint64(n)<<56, true
 }
 
 // find returns the slot of the key whose tag is tag and whose words 2 and 3

@@ -19,6 +19,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/clockref"
 	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/hook"
@@ -114,7 +115,7 @@ type Store struct {
 
 	rule    admit.Rule
 	limit   int
-	clock   clock.Clock
+	clock   clockref.Ref
 	seed    maphash.Seed
 	maxKeys int64
 	horizon time.Duration
@@ -138,7 +139,7 @@ func New(rule admit.Rule, set plumb.Settings) admit.Store {
 		shift:   uint(64 - bits.TrailingZeros(uint(n))),
 		rule:    rule,
 		limit:   rule.Limit,
-		clock:   set.Clock,
+		clock:   clockref.New(set.Clock),
 		seed:    maphash.MakeSeed(),
 		maxKeys: int64(set.MaxKeys),
 		horizon: evict.Horizon(rule),
@@ -179,16 +180,41 @@ func (t *Store) takePause() func() {
 // Rule implements [admit.Store].
 func (t *Store) Rule() admit.Rule { return t.rule }
 
-func (t *Store) Allow(key string) admit.Decision { return t.AllowN(key, 1) }
+// Allow implements [admit.KeyedLimiter]: AllowN(key, 1). It fills its named
+// result from decide's Verdict (see kernel.Verdict), as AllowN does: a
+// five-field Decision never stays in registers, so it is written once.
+func (t *Store) Allow(key string) (d admit.Decision) {
+	v := t.decideKey(key, 1)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, t.limit, v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
+}
 
-// AllowN decides a request for n on key: lock-free on a key the table
-// holds (find, then decide's CAS loop), under the shard's mutex otherwise
-// (slow).
+// AllowN implements [admit.KeyedLimiter].
 func (t *Store) AllowN(key string, n int) (d admit.Decision) {
-	now := t.clock.Now()
+	v := t.decideKey(key, n)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, t.limit, v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
+}
+
+// decideKey decides a request for n on key: lock-free on a key the table
+// holds (find, then decide's CAS loop), under the shard's mutex otherwise
+// (slow). The clock read and the test pause's check are written out here,
+// as in package atomic's limiters, so that they cost no call.
+func (t *Store) decideKey(key string, n int) kernel.Verdict {
+	var now time.Duration
+	if t.clock.Sys {
+		now = clock.System().Now() // devirtualized: see clockref.Ref
+	} else if t.clock.Coarse == nil {
+		now = t.clock.C.Now()
+	} else {
+		now = t.clock.CoarseNow()
+	}
+	var pause func()
+	if t.pause.Load() != nil {
+		pause = t.takePause()
+	}
 	h := maphash.String(t.seed, key)
 	sh := &t.shards[h>>t.shift]
-	pause := t.takePause()
 	if tb := sh.tab.Load(); tb != nil {
 		var k0, k1 uint64
 		if !t.hashed {
@@ -197,17 +223,14 @@ func (t *Store) AllowN(key string, n int) (d admit.Decision) {
 		if i, ok := tb.find(tagOf(h), k0, k1, key, t.hashed, t.sbits); ok {
 			hook.Between(hook.AfterLookup)
 			if v, ok := t.decide(&tb.slot(i)[1], now, n, &pause); ok {
-				d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, t.limit, v.Remaining, v.RetryAfter, v.ResetAfter
-				return d
+				return v
 			}
 		}
 	}
 	if pause != nil {
 		pause()
 	}
-	v := t.slow(sh, h, key, now, n)
-	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, t.limit, v.Remaining, v.RetryAfter, v.ResetAfter
-	return d
+	return t.slow(sh, h, key, now, n)
 }
 
 // decide is the CAS loop on a stored key's state word p. It returns ok false
