@@ -144,16 +144,28 @@ func shortKey(key string) (k0, k1 uint64, ok bool) {
 // file), and a table always has an empty slot, so the probe ends.
 func (t *tab) find(tag, k0, k1 uint64, key string, hashed bool, sbits uint) (i uint64, ok bool) {
 	i = t.start(tag, sbits)
+	w := unsafe.Pointer(unsafe.SliceData(t.w)) // slot i is at i<<(stride+3) bytes
+	if hashed {
+		for {
+			s := (*[2]atomic.Uint64)(unsafe.Add(w, i<<4))
+			switch s[0].Load() {
+			case 0:
+				return 0, false
+			case tag:
+				return i, true
+			}
+			if i++; i == t.n {
+				i = 0
+			}
+		}
+	}
 	for {
-		s := t.slot(i)
+		s := (*[4]atomic.Uint64)(unsafe.Add(w, i<<5))
 		switch s[0].Load() {
 		case 0:
 			return 0, false
 		case tag:
-			if hashed {
-				return i, true
-			}
-			if kw := t.key(i); kw[0].Load() == k0 && kw[1].Load() == k1 && (k1 != longMark || t.long(i) == key) {
+			if s[2].Load() == k0 && s[3].Load() == k1 && (k1 != longMark || t.long(i) == key) {
 				return i, true
 			}
 		}

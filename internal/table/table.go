@@ -250,6 +250,26 @@ func (t *Store) decideKey(key string, n int) kernel.Verdict {
 // *pause, when not nil (tests only), is called after the first load of the
 // word, and cleared.
 func (t *Store) decide(p *atomic.Uint64, now time.Duration, n int, pause *func()) (v kernel.Verdict, ok bool) {
+	if n == 1 && t.alg == algTB && *pause == nil {
+		// The token bucket's one-token path, written out: the word is the
+		// TAT in scaled units, and AllowOne is GCRA for one token on it.
+		for {
+			old := p.Load()
+			if old-tbTomb <= tbHeld-tbTomb {
+				break // a sentinel: the slow path decides
+			}
+			nw, owed, ok := t.tb.AllowOne(old, now)
+			if !ok {
+				break // a denial, or a reading AllowOne does not take
+			}
+			hook.Between(hook.BeforeCAS)
+			if p.CompareAndSwap(old, nw) {
+				v.Allowed = true
+				v.Remaining, v.ResetAfter = t.tb.OneVerdict(owed)
+				return v, true
+			}
+		}
+	}
 	for {
 		old := p.Load()
 		if *pause != nil {
