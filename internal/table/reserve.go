@@ -46,12 +46,14 @@ func (r reserver) ReserveN(key string, n int, maxWait time.Duration) (admit.Rese
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	rk := t.recKey(h, key)
-	if tb, i, ok := t.lookup(sh, rk, key); ok {
+	tb, i, found := t.lookup(sh, rk, key)
+	if found {
 		if p := &tb.slot(i)[1]; p.Load() != t.tomb {
 			d, ok, ticket, _ := held.Reserve(t.tb, t.tb, cell{p}, &sh.holds, rk, now, n, maxWait)
 			return reservation.New(d, n, ticket), ok
 		}
 	}
+	at := spot{tb, i, found}
 	now = max(now, sh.floor) // the key may have been evicted as fresh at floor
 	var s kernel.TokenBucketState
 	var hold kernel.Hold
@@ -63,9 +65,9 @@ func (r reserver) ReserveN(key string, n int, maxWait time.Duration) (admit.Rese
 		return reservation.New(wait, n, 0), false // a full store
 	}
 	if w, fits := t.tb.Pack(s); fits && hold.Ticket == 0 {
-		t.put(sh, rk, key, w)
+		t.put(sh, at, rk, key, w)
 	} else {
-		t.putHeld(sh, rk, key, held.Rec{State: s, Hold: hold})
+		t.putHeld(sh, at, rk, key, held.Rec{State: s, Hold: hold})
 	}
 	return reservation.New(d, n, ticket), ok
 }

@@ -138,8 +138,9 @@ func shortKey(key string) (k0, k1 uint64, ok bool) {
 }
 
 // find returns the slot of the key whose tag is tag and whose words 2 and 3
-// are k0 and k1 (key itself for a long one; ignored with hashed keys), or
-// ok false when the probe sequence reaches an empty slot first. It takes no
+// are k0 and k1 (key itself for a long one; ignored with hashed keys), or,
+// with ok false, the empty slot at which the probe sequence ended: where
+// the key would be inserted. It takes no
 // lock: every slot it reads was published by its tag (see the top of this
 // file), and a table always has an empty slot, so the probe ends.
 func (t *tab) find(tag, k0, k1 uint64, key string, hashed bool, sbits uint) (i uint64, ok bool) {
@@ -150,7 +151,7 @@ func (t *tab) find(tag, k0, k1 uint64, key string, hashed bool, sbits uint) (i u
 			s := (*[2]atomic.Uint64)(unsafe.Add(w, i<<4))
 			switch s[0].Load() {
 			case 0:
-				return 0, false
+				return i, false
 			case tag:
 				return i, true
 			}
@@ -163,7 +164,7 @@ func (t *tab) find(tag, k0, k1 uint64, key string, hashed bool, sbits uint) (i u
 		s := (*[4]atomic.Uint64)(unsafe.Add(w, i<<5))
 		switch s[0].Load() {
 		case 0:
-			return 0, false
+			return i, false
 		case tag:
 			if s[2].Load() == k0 && s[3].Load() == k1 && (k1 != longMark || t.long(i) == key) {
 				return i, true
@@ -191,21 +192,36 @@ func (t *tab) claim(tag, k0, k1 uint64, key string, w uint64, hashed bool, sbits
 			i = 0
 		}
 	}
+	t.claimAt(i, tag, k0, k1, key, w, hashed)
+	return i
+}
+
+// claimAt writes a new key into the empty slot i, with state word w, and
+// publishes it by an atomic store of its tag. No other goroutine reads an
+// empty slot's other words (a lookup stops at its zero tag; everything else
+// holds the shard's mutex), so they are written with plain stores, which
+// the tag's store orders before any read of them: a locked instruction
+// saved per word, on every insertion and every copy of a rebuild. It
+// requires the shard's mutex, and room (used < max).
+func (t *tab) claimAt(i, tag, k0, k1 uint64, key string, w uint64, hashed bool) {
 	s := t.slot(i)
-	s[1].Store(w)
+	plain(&s[1], w)
 	if !hashed {
 		if k1 == longMark {
 			t.setLong(i, key)
 		}
 		kw := t.key(i)
-		kw[0].Store(k0)
-		kw[1].Store(k1)
+		plain(&kw[0], k0)
+		plain(&kw[1], k1)
 	}
 	s[0].Store(tag) // publishes the slot: everything above happens before
 	t.used++
 	t.live++
-	return i
 }
+
+// plain stores v into the word p without an atomic instruction; see
+// claimAt for when that is safe.
+func plain(p *atomic.Uint64, v uint64) { *(*uint64)(unsafe.Pointer(p)) = v }
 
 // setLong stores our own copy of a long key for slot i. It requires the
 // shard's mutex.

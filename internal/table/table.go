@@ -395,8 +395,9 @@ func (t *Store) recKey(h uint64, key string) recKey {
 }
 
 // lookup finds the key's slot in the shard's current table under its
-// mutex: the table, and the slot's index with ok true, or ok false if the
-// table does not hold the key (nor a tombstone of it).
+// mutex: the table, and the slot's index with ok true, or with ok false,
+// if the table does not hold the key (nor a tombstone of it), the empty
+// slot where a new slot for it would go.
 func (t *Store) lookup(sh *shard, rk recKey, key string) (tb *tab, i uint64, ok bool) {
 	tb = sh.tab.Load()
 	if tb == nil {
@@ -415,7 +416,8 @@ func (t *Store) slow(sh *shard, h uint64, key string, now time.Duration, n int) 
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	rk := t.recKey(h, key)
-	if tb, i, ok := t.lookup(sh, rk, key); ok {
+	tb, i, ok := t.lookup(sh, rk, key)
+	if ok {
 		p := &tb.slot(i)[1]
 		for {
 			old := p.Load()
@@ -444,6 +446,7 @@ func (t *Store) slow(sh *shard, h uint64, key string, now time.Duration, n int) 
 			}
 		}
 	}
+	at := spot{tb, i, ok}
 	now = max(now, sh.floor) // the key may have been evicted as fresh at floor
 	v, nw, change, fits := t.step(0, now, n)
 	if !change {
@@ -455,10 +458,10 @@ func (t *Store) slow(sh *shard, h uint64, key string, now time.Duration, n int) 
 	if !fits {
 		// A new state past the word's horizon: store the key held, with
 		// the state in its record.
-		t.putHeld(sh, rk, key, held.Rec{State: t.tbNext(0, now, n)})
+		t.putHeld(sh, at, rk, key, held.Rec{State: t.tbNext(0, now, n)})
 		return v
 	}
-	t.put(sh, rk, key, nw)
+	t.put(sh, at, rk, key, nw)
 	return v
 }
 
@@ -472,12 +475,12 @@ func (t *Store) tbNext(old uint64, now time.Duration, n int) kernel.TokenBucketS
 
 // putHeld stores a key the shard does not hold, held, with record rec. It
 // requires sh.mu.
-func (t *Store) putHeld(sh *shard, rk recKey, key string, rec held.Rec) *atomic.Uint64 {
+func (t *Store) putHeld(sh *shard, at spot, rk recKey, key string, rec held.Rec) {
 	if sh.holds == nil {
 		sh.holds = make(map[recKey]held.Rec)
 	}
 	sh.holds[rk] = rec
-	return t.put(sh, rk, key, tbHeld)
+	t.put(sh, at, rk, key, tbHeld)
 }
 
 // add makes room for a new key of sh decided at now (already clamped to the
@@ -496,30 +499,44 @@ func (t *Store) add(sh *shard, now time.Duration) (wait time.Duration, ok bool) 
 	return 0, true
 }
 
+// spot is where a lookup under the shard's mutex left a key: its table
+// (nil for none), and the key's slot (found, a tombstone) or the empty slot
+// where its probe ended.
+type spot struct {
+	tb    *tab
+	i     uint64
+	found bool
+}
+
 // put stores a key the shard does not hold, with state word w: in its
 // tombstone's slot if the table has one (the same key's: a stale call that
 // loaded the key's former word can then only CAS the key's own state), or
-// in a new slot, rebuilding the table first when it is full. It requires
-// sh.mu and returns the key's state word.
-func (t *Store) put(sh *shard, rk recKey, key string, w uint64) *atomic.Uint64 {
+// in a new slot, rebuilding the table first when it is full. at is where the
+// caller's lookup left the key; it is used unless the table was rebuilt
+// since (by add's sweep) or is full. It requires sh.mu.
+func (t *Store) put(sh *shard, at spot, rk recKey, key string, w uint64) {
 	tb := sh.tab.Load()
-	if tb != nil {
-		if i, ok := tb.find(rk.tag, rk.k0, rk.k1, key, t.hashed, t.sbits); ok {
-			p := &tb.slot(i)[1]
-			p.Store(w) // a tombstone: only the mutex's holder writes one
-			tb.live++
-			return p
-		}
-	}
-	if tb == nil || tb.used >= tb.max {
-		live := 0
+	if tb == nil || tb != at.tb {
+		at = spot{tb: tb}
 		if tb != nil {
-			live = tb.live
+			at.i, at.found = tb.find(rk.tag, rk.k0, rk.k1, key, t.hashed, t.sbits)
 		}
-		tb = t.rebuild(sh, tb, size(live+1))
 	}
-	i := tb.claim(rk.tag, rk.k0, rk.k1, key, w, t.hashed, t.sbits)
-	return &tb.slot(i)[1]
+	if at.found {
+		tb.slot(at.i)[1].Store(w) // a tombstone: only the mutex's holder writes one
+		tb.live++
+		return
+	}
+	if tb != nil && tb.used < tb.max {
+		tb.claimAt(at.i, rk.tag, rk.k0, rk.k1, key, w, t.hashed)
+		return
+	}
+	live := 0
+	if tb != nil {
+		live = tb.live
+	}
+	tb = t.rebuild(sh, tb, size(live+1))
+	tb.claim(rk.tag, rk.k0, rk.k1, key, w, t.hashed, t.sbits)
 }
 
 // rebuild moves the keys of old (nil for none) into a new table of slots
