@@ -182,17 +182,18 @@ func (t *tab) long(i uint64) string {
 }
 
 // claim writes a new key into the first empty slot of tag's probe sequence,
-// with state word w, and publishes it; it returns the slot. The table must
+// with state word w, and publishes it; it returns the slot. owned says
+// whether a long key's bytes are already the table's own (setLong). The table must
 // have room (used < max) and must not hold the key. It requires the shard's
 // mutex.
-func (t *tab) claim(tag, k0, k1 uint64, key string, w uint64, hashed bool, sbits uint) uint64 {
+func (t *tab) claim(tag, k0, k1 uint64, key string, owned bool, w uint64, hashed bool, sbits uint) uint64 {
 	i := t.start(tag, sbits)
 	for t.slot(i)[0].Load() != 0 {
 		if i++; i == t.n {
 			i = 0
 		}
 	}
-	t.claimAt(i, tag, k0, k1, key, w, hashed)
+	t.claimAt(i, tag, k0, k1, key, owned, w, hashed)
 	return i
 }
 
@@ -203,12 +204,12 @@ func (t *tab) claim(tag, k0, k1 uint64, key string, w uint64, hashed bool, sbits
 // the tag's store orders before any read of them: a locked instruction
 // saved per word, on every insertion and every copy of a rebuild. It
 // requires the shard's mutex, and room (used < max).
-func (t *tab) claimAt(i, tag, k0, k1 uint64, key string, w uint64, hashed bool) {
+func (t *tab) claimAt(i, tag, k0, k1 uint64, key string, owned bool, w uint64, hashed bool) {
 	s := t.slot(i)
 	plain(&s[1], w)
 	if !hashed {
 		if k1 == longMark {
-			t.setLong(i, key)
+			t.setLong(i, key, owned)
 		}
 		kw := t.key(i)
 		plain(&kw[0], k0)
@@ -223,15 +224,19 @@ func (t *tab) claimAt(i, tag, k0, k1 uint64, key string, w uint64, hashed bool) 
 // claimAt for when that is safe.
 func plain(p *atomic.Uint64, v uint64) { *(*uint64)(unsafe.Pointer(p)) = v }
 
-// setLong stores our own copy of a long key for slot i. It requires the
+// setLong stores a long key for slot i: our own copy, or key itself if it
+// is already ours (owned: a rebuild moving it). It requires the
 // shard's mutex.
-func (t *tab) setLong(i uint64, key string) {
+func (t *tab) setLong(i uint64, key string, owned bool) {
 	lp := t.longs.Load()
 	if lp == nil {
 		l := make([]atomic.Pointer[string], t.n)
 		lp = &l
 		t.longs.Store(lp)
 	}
-	k := strings.Clone(key) // the caller may reuse the key's memory
+	k := key
+	if !owned {
+		k = strings.Clone(key) // the caller may reuse the key's memory
+	}
 	(*lp)[i].Store(&k)
 }

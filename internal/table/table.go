@@ -528,7 +528,7 @@ func (t *Store) put(sh *shard, at spot, rk recKey, key string, w uint64) {
 		return
 	}
 	if tb != nil && tb.used < tb.max {
-		tb.claimAt(at.i, rk.tag, rk.k0, rk.k1, key, w, t.hashed)
+		tb.claimAt(at.i, rk.tag, rk.k0, rk.k1, key, false, w, t.hashed)
 		return
 	}
 	live := 0
@@ -536,7 +536,7 @@ func (t *Store) put(sh *shard, at spot, rk recKey, key string, w uint64) {
 		live = tb.live
 	}
 	tb = t.rebuild(sh, tb, size(live+1))
-	tb.claim(rk.tag, rk.k0, rk.k1, key, w, t.hashed, t.sbits)
+	tb.claim(rk.tag, rk.k0, rk.k1, key, false, w, t.hashed, t.sbits)
 }
 
 // rebuild moves the keys of old (nil for none) into a new table of slots
@@ -568,7 +568,7 @@ func (t *Store) rebuild(sh *shard, old *tab, slots uint64) *tab {
 					key = old.long(i)
 				}
 			}
-			nt.claim(tag, k0, k1, key, w, t.hashed, t.sbits)
+			nt.claim(tag, k0, k1, key, true, w, t.hashed, t.sbits)
 		}
 	}
 	sh.tab.Store(nt)
