@@ -10,6 +10,7 @@
 //	make bench-quick   # under 2 minutes: results/quick.txt, docs/benchmarks.md
 //	make bench         # the full run, under 20 minutes on 2 cores
 //	make bench-instr   # instructions per Allow under valgrind's callgrind
+//	make bench-cache   # cache misses per keyed decision, callgrind's simulation
 //
 // or by hand, from this directory:
 //
@@ -22,9 +23,8 @@
 // [Keyeds] (one budget per key). A row names its implementation (the impl=
 // label benchstat pivots on), the algorithm it runs, and how to build it in
 // each configuration the workloads need ([Env]): every call admitted, every
-// call denied, with or without idle-key eviction. Adding a limiter, such as
-// admit's sharded store when it lands, is adding one row; every workload then
-// measures it.
+// call denied, with or without idle-key eviction. Adding a limiter is adding
+// one row; every workload then measures it.
 //
 // Every row is driven through the same small interface ([Limiter], [Keyed]),
 // so each measured call pays exactly one dynamic call on top of the limiter's

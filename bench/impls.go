@@ -66,6 +66,11 @@ type Env struct {
 	// Use is the kind of keyed workload, which decides the rule admit's keyed
 	// rows get (see Use).
 	Use Use
+	// Clock, when not nil, is the clock admit's keyed rows read instead of
+	// their own (the system clock, or clock.Coarse for the -coarse rows):
+	// cmd/instr gives them a step clock, so that valgrind counts no system
+	// call. The peers' clocks cannot be replaced; they ignore it.
+	Clock clock.Clock
 }
 
 // Use is the kind of keyed workload a limiter is built for.
@@ -335,7 +340,10 @@ func admitKeyed(impl string, algo admit.Algorithm, factory policy.Factory, rule 
 		New: func(env Env) (Keyed, func(), error) {
 			o := opts
 			if env.Evict && evict != nil {
-				o = append(append([]admit.Option(nil), opts...), evict(env)...)
+				o = append(slices.Clone(o), evict(env)...)
+			}
+			if env.Clock != nil {
+				o = append(slices.Clone(o), admit.WithClock(env.Clock)) // the last WithClock wins
 			}
 			r := rule(env.Mode, env.Use)
 			if r.Algorithm == 0 {
@@ -450,8 +458,31 @@ func Keyeds() []KeyedRow {
 			rows = append(rows, s.keyedRow(systemClock))
 		}
 	}
+	// The sharded store again with admit.WithHashedKeys (a 64-bit seeded
+	// hash kept instead of each key), token bucket only: the option changes
+	// the map's key, the same for every algorithm, and the goals that ask
+	// for it (bytes per key, keyed speed) are stated for the token bucket.
+	for _, f := range admitForms {
+		if f.impl == "locked" && f.algo == admit.TokenBucket {
+			s := f
+			s.impl, s.keyed = ShardedHashed, withHashedKeys(sharded.New)
+			rows = append(rows, s.keyedRow(systemClock))
+		}
+	}
 	rows = append(rows, peerKeyeds()...)
 	return rows
+}
+
+// ShardedHashed is the impl label of the sharded store with
+// admit.WithHashedKeys.
+const ShardedHashed = "sharded-hashed"
+
+// withHashedKeys returns factory with admit.WithHashedKeys added to its
+// options.
+func withHashedKeys(factory policy.Factory) policy.Factory {
+	return func(r admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
+		return factory(r, append(slices.Clone(opts), admit.WithHashedKeys())...)
+	}
 }
 
 // oneKey is the key the keyed peers are driven on in the one-key workloads.

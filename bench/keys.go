@@ -20,6 +20,17 @@ func Keys(n int) []string {
 	return keys
 }
 
+// KeyLengths returns the mean, shortest and longest length in bytes of the
+// n keys Keys(n) returns.
+func KeyLengths(n int) (mean float64, shortest, longest int) {
+	total, shortest := 0, int(^uint(0)>>1)
+	for _, k := range Keys(n) {
+		total += len(k)
+		shortest, longest = min(shortest, len(k)), max(longest, len(k))
+	}
+	return float64(total) / float64(n), shortest, longest
+}
+
 // Distribution names how a workload picks keys.
 type Distribution string
 

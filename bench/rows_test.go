@@ -3,6 +3,10 @@ package bench
 import (
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
 )
 
 // TestRows checks every row of the tables before any benchmark trusts it:
@@ -62,6 +66,53 @@ func TestRows(t *testing.T) {
 				stop()
 			}
 		}
+	}
+}
+
+// steadySpan is how long TestSteadyKeysStay lets the clock run: far longer
+// than any of admit's limiters lives in BenchmarkKeyed, AllowN or Eviction
+// (its setup and both distributions take seconds), and within the 225 s a
+// primed token bucket stays in debt.
+const steadySpan = 3 * time.Minute
+
+// TestSteadyKeysStay checks the claim of the Steady rules (see Use): no
+// primed key of admit's rows becomes idle, and so evictable, while a keyed
+// workload runs, so the workloads measure existing keys, never their
+// eviction and re-creation. The sliding log's rows are the exception the
+// rules document: their keys fall idle between requests.
+func TestSteadyKeysStay(t *testing.T) {
+	keys := Keys(1000)
+	for _, row := range Keyeds() {
+		if row.Family != FamilyAdmit || !row.Runs(Steady) || row.Algo == admit.SlidingLog.String() {
+			continue
+		}
+		fake := clock.NewFake()
+		l, stop, err := row.New(Env{Mode: Admit, Keys: len(keys), Use: Steady, Clock: fake})
+		if err != nil {
+			t.Errorf("%s/%s: %v", row.Impl, row.Algo, err)
+			continue
+		}
+		for _, k := range keys {
+			row.PrimeKey(l, k)
+		}
+		fake.Advance(steadySpan)
+		store, ok := l.(admit.Store)
+		if !ok {
+			t.Errorf("%s/%s: %T is not an admit.Store", row.Impl, row.Algo, l)
+			stop()
+			continue
+		}
+		if n := store.Sweep(); n != 0 || store.Len() != len(keys) {
+			t.Errorf("%s/%s: %v after priming %d keys, Sweep evicted %d and Len = %d; want 0 evicted, %d stored",
+				row.Impl, row.Algo, steadySpan, len(keys), n, store.Len(), len(keys))
+		}
+		for _, k := range keys {
+			if !l.Allow(k).Allowed {
+				t.Errorf("%s/%s: Allow(%q) denied %v after priming", row.Impl, row.Algo, k, steadySpan)
+				break
+			}
+		}
+		stop()
 	}
 }
 
