@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: all test vet unit redis stress stress-short demo fuzz bench lint bench-quick bench-instr bench-check bench-redis
+.PHONY: all test vet unit redis stress stress-short demo fuzz bench lint bench-quick bench-instr bench-cache bench-check bench-redis
 
 all: test
 
@@ -78,13 +78,23 @@ bench:
 bench-quick:
 	cd bench && ./run.sh quick
 
-## bench-instr: instructions per serial Allow under valgrind's callgrind,
-## clock excluded: bench/results/instr.txt, then docs/benchmarks.md.
+## bench-instr: instructions per serial Allow, and per keyed decision on
+## 100,000 primed keys, under valgrind's callgrind, clock excluded:
+## bench/results/instr.txt, then docs/benchmarks.md.
 BENCH_TMP ?= $(or $(TMPDIR),/tmp)
 bench-instr:
 	@command -v valgrind >/dev/null || { apt-get update && apt-get install -y valgrind; }
 	cd bench && $(GO) build -o $(BENCH_TMP)/admit-instr ./cmd/instr
 	cd bench && $(BENCH_TMP)/admit-instr measure -o results/instr.txt
+	cd bench && $(GO) run ./cmd/report -results results -docs ../docs
+
+## bench-cache: cache misses per keyed decision on 1,000,000 primed keys,
+## uniform, under callgrind's cache simulation (D1 and LL sizes fixed in
+## bench/cmd/instr): bench/results/cache.txt, then docs/benchmarks.md.
+bench-cache:
+	@command -v valgrind >/dev/null || { apt-get update && apt-get install -y valgrind; }
+	cd bench && $(GO) build -o $(BENCH_TMP)/admit-instr ./cmd/instr
+	cd bench && $(BENCH_TMP)/admit-instr cache -o results/cache.txt
 	cd bench && $(GO) run ./cmd/report -results results -docs ../docs
 
 ## bench-redis: the Redis store against go-redis/redis_rate on a throwaway

@@ -23,6 +23,14 @@
 //	go build -o /tmp/instr ./cmd/instr && /tmp/instr measure -o results/instr.txt
 //
 // "instr run -impl NAME -n N" is what callgrind runs.
+//
+// measure then counts the instructions of a keyed decision, Allow(key) on an
+// existing key, of admit's keyed stores and go-limiter on 100,000 primed
+// keys (instr.txt's lines that start with "keyed"), and "instr cache"
+// simulates the cache misses of the same decisions on 1,000,000 keys
+// (make bench-cache, results/cache.txt); keyed.go has how.
+//
+//	/tmp/instr cache -o results/cache.txt
 package main
 
 import (
@@ -305,8 +313,19 @@ func main() {
 		out := fs.String("o", "", "write the results here (default stdout)")
 		n1 := fs.Int("n1", 100_000, "calls in the first run")
 		n2 := fs.Int("n2", 600_000, "calls in the second run")
+		keys := fs.Int("keys", 100_000, "keys of the keyed stores")
 		fs.Parse(os.Args[2:])
-		if err := measure(*out, *n1, *n2); err != nil {
+		if err := measure(*out, *n1, *n2, keyedParams{keys: *keys, warm: 50_000, n1: *n1, n2: *n2}); err != nil {
+			fmt.Fprintln(os.Stderr, "instr:", err)
+			os.Exit(1)
+		}
+	case "keyed":
+		if err := runKeyed(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "instr:", err)
+			os.Exit(1)
+		}
+	case "cache":
+		if err := cache(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "instr:", err)
 			os.Exit(1)
 		}
@@ -316,7 +335,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: instr measure [-o file] [-n1 N] [-n2 N] | instr run -impl NAME [-n N]")
+	fmt.Fprintln(os.Stderr, "usage: instr measure [-o file] [-n1 N] [-n2 N] [-keys N] | instr cache [-o file] [-keys N] [-warm N] [-n1 N] [-n2 N]\n       instr run -impl NAME [-n N] | instr keyed -impl NAME [-keys N] [-warm N] [-n1 N] [-n2 N]")
 	os.Exit(2)
 }
 
@@ -398,34 +417,55 @@ func profile(w io.Writer, self, name string, n int) error {
 	return nil
 }
 
-// totals reads the "totals:" (or "summary:") line of a callgrind output file.
+// totals reads the instructions (Ir) of a callgrind output file.
 func totals(r io.Reader) (int64, error) {
+	ev, err := events(r)
+	if err != nil {
+		return 0, err
+	}
+	return ev["Ir"], nil
+}
+
+// events reads the "totals:" (or "summary:") line of a callgrind output
+// file, by the event names of its "events:" line (Ir, and with
+// --cache-sim=yes Dr, Dw, I1mr, D1mr, D1mw, ILmr, DLmr, DLmw). Trailing
+// events left out of the line are zero.
+func events(r io.Reader) (map[string]int64, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var summary int64 = -1
+	var names, summary, total []string
 	for sc.Scan() {
 		line := sc.Text()
-		for _, p := range []string{"totals:", "summary:"} {
-			if v, ok := strings.CutPrefix(line, p); ok {
-				fields := strings.Fields(v)
-				if len(fields) == 0 {
-					continue
-				}
-				n, err := strconv.ParseInt(fields[0], 10, 64)
-				if err != nil {
-					return 0, err
-				}
-				if p == "totals:" {
-					return n, nil
-				}
-				summary = n
-			}
+		if v, ok := strings.CutPrefix(line, "events:"); ok {
+			names = strings.Fields(v)
+		} else if v, ok := strings.CutPrefix(line, "summary:"); ok {
+			summary = strings.Fields(v)
+		} else if v, ok := strings.CutPrefix(line, "totals:"); ok {
+			total = strings.Fields(v)
 		}
 	}
-	if summary < 0 {
-		return 0, fmt.Errorf("no totals in callgrind output")
+	if err := sc.Err(); err != nil {
+		return nil, err
 	}
-	return summary, sc.Err()
+	if total == nil {
+		total = summary
+	}
+	if len(total) == 0 || len(names) == 0 {
+		return nil, fmt.Errorf("no events and totals in callgrind output")
+	}
+	ev := make(map[string]int64, len(names))
+	for i, name := range names {
+		if i >= len(total) {
+			ev[name] = 0
+			continue
+		}
+		n, err := strconv.ParseInt(total[i], 10, 64)
+		if err != nil {
+			return nil, err
+		}
+		ev[name] = n
+	}
+	return ev, nil
 }
 
 func perCall(self, name string, n1, n2 int) (float64, error) {
@@ -440,7 +480,7 @@ func perCall(self, name string, n1, n2 int) (float64, error) {
 	return float64(b-a) / float64(n2-n1), nil
 }
 
-func measure(out string, n1, n2 int) error {
+func measure(out string, n1, n2 int, kp keyedParams) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -482,5 +522,65 @@ func measure(out string, n1, n2 int) error {
 			fmt.Printf("%-22s %-16s gross %7.1f  net %7.1f\n", im.name, im.algo, v, v-base[im.base])
 		}
 	}
-	return profile(w, self, "atomic-packed/token-bucket", n1)
+	if err := profile(w, self, "atomic-packed/token-bucket", n1); err != nil {
+		return err
+	}
+	return measureKeyed(w, self, kp, out != "")
+}
+
+// exclusive sums the exclusive cost of the function fn in a callgrind
+// output file: the cost lines of its blocks, without the inclusive costs of
+// the calls it makes (the line after each calls= line). Names are
+// compressed: "fn=(id) name" names id, later "fn=(id)" refers to it.
+func exclusive(r io.Reader, fn string) (map[string]int64, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var names []string
+	sums := map[string]int64{}
+	fnNames := map[string]string{} // "(id)" -> name
+	in, skip := false, false
+	name := func(v string) string {
+		id, n, _ := strings.Cut(strings.TrimSpace(v), " ")
+		if n != "" {
+			fnNames[id] = n
+			return n
+		}
+		return fnNames[id]
+	}
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "events:"):
+			names = strings.Fields(strings.TrimPrefix(line, "events:"))
+		case strings.HasPrefix(line, "fn="):
+			in = name(line[3:]) == fn
+		case strings.HasPrefix(line, "cfn="):
+			name(line[4:])
+		case strings.HasPrefix(line, "calls="):
+			skip = true
+		case line != "" && strings.ContainsRune("0123456789+-*", rune(line[0])):
+			if skip {
+				skip = false
+				continue
+			}
+			if !in {
+				continue
+			}
+			f := strings.Fields(line)
+			for i, v := range f[1:] {
+				if i >= len(names) {
+					break
+				}
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("callgrind output: %q: %v", line, err)
+				}
+				sums[names[i]] += n
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("no events in callgrind output")
+	}
+	return sums, sc.Err()
 }
