@@ -244,12 +244,17 @@ type instrRow struct {
 	gross, net             float64
 }
 
-// instrRun is results/instr.txt.
+// instrRun is results/instr.txt: the one-key limiters' rows, and the keyed
+// stores' in lines that start with "keyed" (comments "# keyed: ").
 type instrRun struct {
 	comments  []string
 	rows      []instrRow
 	baselines []instrRow
 	profile   []profileRow
+
+	keyedComments  []string
+	keyedRows      []instrRow
+	keyedBaselines []instrRow
 }
 
 // profileRow is one function's share of an impl's instructions per call.
@@ -265,6 +270,10 @@ func loadInstr(path string) (*instrRun, error) {
 	}
 	ir := &instrRun{}
 	for _, line := range strings.Split(string(data), "\n") {
+		if c, ok := strings.CutPrefix(line, "# keyed: "); ok {
+			ir.keyedComments = append(ir.keyedComments, c)
+			continue
+		}
 		if c, ok := strings.CutPrefix(line, "# "); ok {
 			ir.comments = append(ir.comments, c)
 			continue
@@ -275,6 +284,10 @@ func loadInstr(path string) (*instrRun, error) {
 			ir.profile = append(ir.profile, profileRow{impl: f[1], perCall: v, fn: f[3]})
 			continue
 		}
+		rows, baselines := &ir.rows, &ir.baselines
+		if f[0] == "keyed" {
+			f, rows, baselines = f[1:], &ir.keyedRows, &ir.keyedBaselines
+		}
 		if len(f) < 6 {
 			continue
 		}
@@ -282,9 +295,9 @@ func loadInstr(path string) (*instrRun, error) {
 		net, _ := strconv.ParseFloat(f[3], 64)
 		row := instrRow{impl: f[0], algo: f[1], gross: gross, net: net, base: f[4], note: f[5]}
 		if f[0] == "baseline" {
-			ir.baselines = append(ir.baselines, row)
+			*baselines = append(*baselines, row)
 		} else {
-			ir.rows = append(ir.rows, row)
+			*rows = append(*rows, row)
 		}
 	}
 	return ir, nil
@@ -306,10 +319,74 @@ func (ir *instrRun) date() string {
 	if ir == nil {
 		return ""
 	}
-	for _, c := range ir.comments {
+	return commentDate(ir.comments)
+}
+
+// commentDate returns the date of a "date: " comment.
+func commentDate(comments []string) string {
+	for _, c := range comments {
 		if d, ok := strings.CutPrefix(c, "date: "); ok {
 			return d
 		}
 	}
 	return ""
+}
+
+// cacheRow is one line of results/cache.txt: cache misses per keyed
+// decision.
+type cacheRow struct {
+	impl, algo, drift, note  string
+	ir, d1, d1net, ll, llnet float64
+}
+
+// cacheRun is results/cache.txt (bench/cmd/instr cache).
+type cacheRun struct {
+	comments []string
+	rows     []cacheRow
+}
+
+func loadCache(path string) (*cacheRun, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	cr := &cacheRun{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if c, ok := strings.CutPrefix(line, "# "); ok {
+			cr.comments = append(cr.comments, c)
+			continue
+		}
+		f := strings.Split(line, "\t")
+		if len(f) < 9 {
+			continue
+		}
+		var v [5]float64
+		for i := range v {
+			if v[i], err = strconv.ParseFloat(f[2+i], 64); err != nil {
+				return nil, fmt.Errorf("%s: %q: %v", path, line, err)
+			}
+		}
+		cr.rows = append(cr.rows, cacheRow{impl: f[0], algo: f[1], ir: v[0], d1: v[1], d1net: v[2], ll: v[3], llnet: v[4], drift: f[7], note: f[8]})
+	}
+	return cr, nil
+}
+
+func (cr *cacheRun) date() string {
+	if cr == nil {
+		return ""
+	}
+	return commentDate(cr.comments)
+}
+
+// asRun presents cache.txt as a run of the benchmark Cache (labels impl and
+// algo; units LL-net, the default, LL, D1-net, D1 and Ir).
+func (cr *cacheRun) asRun(path string) *run {
+	r := &run{path: path, header: map[string]string{"date": cr.date()}, samples: map[string][]sample{}}
+	for _, row := range cr.rows {
+		key := "Cache/impl=" + row.impl + "/algo=" + row.algo + "@1"
+		r.keys = append(r.keys, key)
+		r.samples[key] = []sample{{labels: map[string]string{"bench": "Cache", "impl": row.impl, "algo": row.algo}, procs: 1,
+			values: map[string]float64{"LL-net": row.llnet, "LL": row.ll, "D1-net": row.d1net, "D1": row.d1, "Ir": row.ir}}}
+	}
+	return r
 }

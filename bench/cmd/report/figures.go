@@ -26,8 +26,10 @@ import (
 )
 
 // sources are the results files figures may come from: the latest run (the
-// one docs/benchmarks.md is generated from), redis.txt, and instr.txt as the
-// pseudo-benchmark Instr (labels impl and algo, units net and gross).
+// one docs/benchmarks.md is generated from), redis.txt, instr.txt as the
+// pseudo-benchmarks Instr and InstrKeyed (labels impl and algo, units net
+// and gross), and cache.txt as the pseudo-benchmark Cache (labels impl and
+// algo, units LL-net, LL, D1-net, D1 and Ir).
 type sources struct {
 	runs []*run
 }
@@ -52,6 +54,13 @@ func loadSources(results string) (*sources, error) {
 	case !os.IsNotExist(err):
 		return nil, err
 	}
+	cr, err := loadCache(filepath.Join(results, "cache.txt"))
+	switch {
+	case err == nil:
+		src.runs = append(src.runs, cr.asRun(filepath.Join(results, "cache.txt")))
+	case !os.IsNotExist(err):
+		return nil, err
+	}
 	return src, nil
 }
 
@@ -68,6 +77,19 @@ func (ir *instrRun) asRun(path string) *run {
 	}
 	for _, row := range ir.baselines {
 		add("baseline", row.algo, map[string]float64{"gross": row.gross})
+	}
+	// The keyed stores' rows are the pseudo-benchmark InstrKeyed of the
+	// same file.
+	addKeyed := func(impl, algo string, values map[string]float64) {
+		key := "InstrKeyed/impl=" + impl + "/algo=" + algo + "@1"
+		r.keys = append(r.keys, key)
+		r.samples[key] = []sample{{labels: map[string]string{"bench": "InstrKeyed", "impl": impl, "algo": algo}, procs: 1, values: values}}
+	}
+	for _, row := range ir.keyedRows {
+		addKeyed(row.impl, row.algo, map[string]float64{"net": row.net, "gross": row.gross})
+	}
+	for _, row := range ir.keyedBaselines {
+		addKeyed("baseline", row.algo, map[string]float64{"gross": row.gross})
 	}
 	return r
 }
@@ -211,8 +233,11 @@ func (src *sources) lookup(row, unit string) (stat, error) {
 	}
 	if unit == "" {
 		unit = "ns/op"
-		if parts[0] == "Instr" {
+		switch parts[0] {
+		case "Instr", "InstrKeyed":
 			unit = "net"
+		case "Cache":
+			unit = "LL-net"
 		}
 	}
 	var matched []string

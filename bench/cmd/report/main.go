@@ -1,7 +1,8 @@
 // Command report regenerates docs/benchmarks.md and its SVG charts from the
 // benchmark results in bench/results: the newest raw results file (quick.txt
-// or full.txt, by the date in its header), its benchstat tables, and
-// instr.txt (instructions per Allow) when present. Nothing in the report is
+// or full.txt, by the date in its header), its benchstat tables, instr.txt
+// (instructions per Allow, and per keyed decision) and cache.txt (cache
+// misses per keyed decision) when present. Nothing in the report is
 // typed by hand: the prose is the template benchmarks.md.tmpl, and every
 // number comes from those files (page.go shapes them). A row the template
 // names that is missing from a workload the run measured fails the report,
@@ -56,6 +57,7 @@ func main() {
 type report struct {
 	r       *run
 	ir      *instrRun
+	cr      *cacheRun // results/cache.txt, nil when absent
 	profile string
 	family  map[string]string // impl -> family
 	charts  map[string][]byte // file name in docs/img -> SVG
@@ -73,7 +75,11 @@ func generate(results string) (map[string][]byte, error) {
 	if err != nil && !os.IsNotExist(err) {
 		return nil, err
 	}
-	rep := &report{r: r, ir: ir, family: map[string]string{}, charts: map[string][]byte{}}
+	cr, err := loadCache(filepath.Join(results, "cache.txt"))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	rep := &report{r: r, ir: ir, cr: cr, family: map[string]string{}, charts: map[string][]byte{}}
 	rep.profile, _, _ = strings.Cut(r.header["profile"], " ")
 	for _, row := range bench.Singles() {
 		rep.family[row.Impl] = row.Family

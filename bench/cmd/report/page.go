@@ -40,6 +40,10 @@ type page struct {
 	Memory   *chartSection
 	Instr    *instrSection
 
+	KeyedInstr *keyedInstrSection
+	Cache      *cacheSection
+	Keys       keyShapes
+
 	Impl      peerImpls
 	Benchstat benchstatTables
 }
@@ -65,6 +69,14 @@ type goal struct {
 	// as the target states it; Bare and BareRatio for the floor goal only.
 	Admit, Peer, Ratio, Bare, BareRatio string
 	Dist                                string // the keyed goals' distribution
+	Impl, Keys                          string // the keyed-store goals' store and key count ("1,000,000")
+}
+
+// allocGoal is the goal of no allocation on an existing key, over every
+// keyed row of admit's the run measured.
+type allocGoal struct {
+	Known             bool
+	Verdict, Measured string
 }
 
 type instrGoal struct {
@@ -78,6 +90,11 @@ type goals struct {
 	Floor, XTime, Coarse, HotUber, HotXTime goal
 	Instr                                   instrGoal
 	Keyed                                   []goal
+
+	// The keyed stores': sharded against go-limiter on existing keys, each
+	// store against go-limiter on new keys, bytes per key, allocations.
+	Sharded, Churn, Bytes []goal
+	Allocs                allocGoal
 }
 
 type chart struct{ Name, Keys, File string }
@@ -120,6 +137,25 @@ type instrSection struct {
 	Comments []string
 }
 
+// keyedInstrSection is instr.txt's keyed section: instructions per keyed
+// decision.
+type keyedInstrSection struct {
+	Date            string
+	Rows, Baselines tbl
+	Comments        []string
+}
+
+// cacheSection is cache.txt: cache misses per keyed decision.
+type cacheSection struct {
+	Date     string
+	Table    tbl
+	Comments []string
+}
+
+// keyShapes describes the keys of the keyed workloads at 100,000 and
+// 1,000,000 keys.
+type keyShapes struct{ Mean100k, Mean1M, Shortest, Longest string }
+
 type peerImpls struct{ XTime, Uber, Juju, GoLimiter, Throttled, Ulule, HTTPRate string }
 
 type benchstatTables struct{ Headline, Rest []benchstatTable }
@@ -161,6 +197,23 @@ const (
 	goalInstr    = 60  // instructions per Allow on the system clock beyond one time.Since
 	goalKeyed    = 1.5 // 100,000 keys, ≥ 1.5× go-limiter
 	hotProcs     = 8
+)
+
+// The thresholds of the keyed stores' goals: existing keys, uniform or
+// Zipf(1.1) alike, sharded against go-limiter, by key count; new keys, every
+// store against go-limiter; bytes per key at 1,000,000 keys.
+var (
+	goalSharded = []struct {
+		keys   string
+		target float64
+	}{{"100000", 2}, {"1000000", 1.5}}
+	goalChurn = 1.0
+	goalBytes = []struct {
+		impl string
+		max  float64
+	}{{"sharded", 48}, {bench.ShardedHashed, 24}, {"atomic-packed", 80}}
+	// churnStores are the keyed stores of the churn goal, token buckets.
+	churnStores = []string{"sharded", bench.ShardedHashed, "atomic-packed", "locked"}
 )
 
 // build shapes the run into the page and draws the charts.
@@ -207,6 +260,9 @@ func (rep *report) build(benchstat string) (*page, error) {
 	pg.Eviction = rep.eviction()
 	pg.Memory = rep.memory()
 	pg.Instr = rep.instructions()
+	pg.KeyedInstr = rep.keyedInstructions()
+	pg.Cache = rep.cacheMisses()
+	pg.Keys = keyShapesOf()
 	if len(rep.missing) > 0 {
 		return nil, fmt.Errorf("%s lacks rows that docs/benchmarks.md documents (was a row renamed or removed in bench/impls.go?):\n\t%s",
 			r.path, strings.Join(rep.missing, "\n\t"))
@@ -437,6 +493,8 @@ func (rep *report) headlineAndGoals(pg *page) {
 		gs.Keyed = append(gs.Keyed, g)
 	}
 
+	rep.storeGoals(gs)
+
 	if rep.ran("Memory") {
 		mem := func(impl string) stat {
 			return rep.need(q("Memory", "keys", "100000", "algo", tb, "impl", impl), "bytes/key")
@@ -465,6 +523,90 @@ func (rep *report) headlineAndGoals(pg *page) {
 			hl.Memory = &struct{ Admit, XTime, Allocs string }{count(m.center), count(mx.center), a}
 		}
 	}
+}
+
+// storeGoals fills the keyed stores' goals. Their rows are not required:
+// a run from before the row existed (sharded-hashed), or without
+// 1,000,000 keys (make bench-quick), reports the goal as not measured.
+func (rep *report) storeGoals(gs *goals) {
+	r, tb := rep.r, "token-bucket"
+	unknown := verdict(false, false, false)
+	for _, c := range goalSharded {
+		for _, dist := range []string{"uniform", "zipf"} {
+			g := goal{Target: c.target, Impl: "sharded", Keys: thousands(c.keys), Dist: dist, Verdict: unknown}
+			keyed := func(impl string) stat {
+				return r.stat(q("Keyed", "keys", c.keys, "dist", dist, "algo", tb, "impl", impl), "ns/op")
+			}
+			if k, gl := keyed("sharded"), keyed(bench.GoLimiter); k.ok() && gl.ok() {
+				atLeast(&g, k, gl)
+			}
+			gs.Sharded = append(gs.Sharded, g)
+		}
+	}
+	gl := r.stat(q("Churn", "algo", tb, "impl", bench.GoLimiter), "ns/op")
+	for _, impl := range churnStores {
+		g := goal{Target: goalChurn, Impl: impl, Verdict: unknown}
+		if c := r.stat(q("Churn", "algo", tb, "impl", impl), "ns/op"); c.ok() && gl.ok() {
+			atLeast(&g, c, gl)
+		}
+		gs.Churn = append(gs.Churn, g)
+	}
+	for _, b := range goalBytes {
+		g := goal{Target: b.max, Impl: b.impl, Keys: thousands("1000000"), Verdict: unknown}
+		if m := r.stat(q("Memory", "keys", "1000000", "algo", tb, "impl", b.impl), "bytes/key"); m.ok() {
+			g.Known, g.Admit = true, num(m)
+			g.Verdict = verdict(true, m.center <= b.max, false)
+		}
+		gs.Bytes = append(gs.Bytes, g)
+	}
+
+	// The most allocations per call of each of admit's keyed rows, over
+	// every key count, distribution and algorithm.
+	most := map[string]float64{}
+	var impls []string
+	for _, key := range r.keys {
+		for _, s := range r.samples[key] {
+			impl := s.labels["impl"]
+			a, ok := s.values["allocs/op"]
+			if s.labels["bench"] != "Keyed" || rep.familyOf(impl) != bench.FamilyAdmit || !ok {
+				continue
+			}
+			if _, seen := most[impl]; !seen {
+				impls = append(impls, impl)
+			}
+			most[impl] = math.Max(most[impl], a)
+		}
+	}
+	gs.Allocs.Verdict = unknown
+	if len(impls) > 0 {
+		var allocating []string
+		for _, impl := range impls {
+			if most[impl] > 0 {
+				allocating = append(allocating, fmt.Sprintf("%s up to %s", impl, fmtNum(most[impl])))
+			}
+		}
+		gs.Allocs.Known = true
+		gs.Allocs.Verdict = verdict(true, len(allocating) == 0, false)
+		gs.Allocs.Measured = "0 on every row of " + andList(impls)
+		if len(allocating) > 0 {
+			gs.Allocs.Measured = andList(allocating) + "; 0 on the others"
+		}
+	}
+}
+
+// thousands writes a count with commas: 1000000 as 1,000,000.
+func thousands(n string) string {
+	for i := len(n) - 3; i > 0; i -= 3 {
+		n = n[:i] + "," + n[i:]
+	}
+	return n
+}
+
+// keyShapesOf describes bench.Keys at 100,000 and 1,000,000 keys.
+func keyShapesOf() keyShapes {
+	m100k, lo, _ := bench.KeyLengths(100_000)
+	m1M, _, hi := bench.KeyLengths(1_000_000)
+	return keyShapes{Mean100k: fmt.Sprintf("%.1f", m100k), Mean1M: fmt.Sprintf("%.1f", m1M), Shortest: strconv.Itoa(lo), Longest: strconv.Itoa(hi)}
 }
 
 // ---- the sections ----
@@ -834,6 +976,39 @@ func (rep *report) instructions() *instrSection {
 		for _, p := range ir.profile {
 			sec.Profile.Table.Rows = append(sec.Profile.Table.Rows, []string{"`" + p.fn + "`", count(p.perCall)})
 		}
+	}
+	return sec
+}
+
+func (rep *report) keyedInstructions() *keyedInstrSection {
+	ir := rep.ir
+	if ir == nil || len(ir.keyedRows) == 0 {
+		return nil
+	}
+	sec := &keyedInstrSection{Date: ir.date(), Comments: ir.keyedComments,
+		Rows:      tbl{Left: 2, Header: []string{"impl", "algo", "gross", "net", "what runs"}},
+		Baselines: tbl{Left: 1, Header: []string{"baseline", "instructions", "what it does"}},
+	}
+	for _, row := range ir.keyedRows {
+		sec.Rows.Rows = append(sec.Rows.Rows, []string{rep.implLabel(row.impl), row.algo, count(row.gross), count(row.net), row.note})
+	}
+	for _, row := range ir.keyedBaselines {
+		sec.Baselines.Rows = append(sec.Baselines.Rows, []string{row.algo, count(row.gross), row.note})
+	}
+	return sec
+}
+
+func (rep *report) cacheMisses() *cacheSection {
+	cr := rep.cr
+	if cr == nil || len(cr.rows) == 0 {
+		return nil
+	}
+	sec := &cacheSection{Date: cr.date(), Comments: cr.comments,
+		Table: tbl{Left: 2, Header: []string{"impl", "algo", "LL misses, net", "LL misses", "D1 misses, net", "D1 misses", "instructions", "drift", "what runs"}}}
+	two := func(x float64) string { return fmt.Sprintf("%.2f", x) }
+	for _, row := range cr.rows {
+		sec.Table.Rows = append(sec.Table.Rows, []string{rep.implLabel(row.impl), row.algo,
+			two(row.llnet), two(row.ll), two(row.d1net), two(row.d1), count(row.ir), row.drift, row.note})
 	}
 	return sec
 }

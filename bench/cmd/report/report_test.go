@@ -59,7 +59,17 @@ const sampleInstr = "# date: 2026-01-02T03:04:05Z\n" +
 	"atomic-packed-sysclock\ttoken-bucket\t190.0\t45.0\tbase-since\tNewTokenBucket, system clock\n" +
 	"xtime-rate-sysclock\ttoken-bucket\t480.0\t300.0\tbase-now\trate.Limiter.Allow\n" +
 	"uber-ratelimit-nowait-sysclock\ttoken-bucket\t230.0\t50.0\tbase-now\tTake\n" +
-	"profile\tatomic-packed/token-bucket\t20.0\tkernel.Decide (tokenbucket.go)\n"
+	"profile\tatomic-packed/token-bucket\t20.0\tkernel.Decide (tokenbucket.go)\n" +
+	"# keyed: method: a keyed loop\n" +
+	"keyed\tbaseline\tbase-keyed-clock\t90.0\t-\t-\tpicks a key\n" +
+	"keyed\tsharded\ttoken-bucket\t570.0\t480.0\tbase-keyed-clock\tsharded.New\n" +
+	"keyed\tgo-limiter\ttoken-bucket\t400.0\t300.0\tbase-keyed-now\tmemorystore Take\n"
+
+const sampleCache = "# Cache misses per Allow(key)\n" +
+	"# date: 2026-01-04T05:06:07Z\n" +
+	"# columns: impl algo Ir D1 D1-net LL LL-net drift note\n" +
+	"sharded\ttoken-bucket\t571.3\t3.77\t2.71\t1.79\t1.28\t+0.1%\tsharded.New\n" +
+	"go-limiter\ttoken-bucket\t396.2\t6.67\t5.60\t3.32\t2.67\t+0.1%\tmemorystore Take\n"
 
 // writeResults writes a results directory with the sample run (edited by
 // edit, when not nil) and returns its path.
@@ -77,6 +87,7 @@ func writeResults(t *testing.T, edit func(string) string) string {
 		"quick.txt":           run,
 		"quick.benchstat.txt": "## Headline: a table\n\n$ go tool benchstat x\n\ntable body\n\n## Floors\n\nfloor body\n",
 		"instr.txt":           sampleInstr,
+		"cache.txt":           sampleCache,
 	}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(results, name), []byte(text), 0o644); err != nil {
@@ -108,6 +119,18 @@ func TestGenerate(t *testing.T) {
 		"## AllowN, mixed n\n\n`AllowN` with n drawn from 1, 1, 1, 1, 2, 3, 5, 8 on 1,000 existing keys, uniform, from both goroutines. go-limiter and uber have no all-or-nothing `AllowN` and are left out; juju runs `TakeMaxDuration(n, 0)`, ulule `Increment`, throttled the GCRA quantity, httprate `WithIncrement`.\n\nNot measured in this run.\n\n## policy",
 		"table body", // the benchstat tables, verbatim
 		"img/hotkey.svg",
+		// The keyed stores' goals: rows the run lacks are not measured,
+		// and do not fail the report.
+		"| keyed, 1,000,000 existing keys, zipf: sharded vs go-limiter | ≥ 1.5× faster |  | not measured |",
+		"| new-key churn: sharded-hashed vs go-limiter | no slower (≥ 1×) |  | not measured |",
+		"| bytes per key, 1,000,000 keys: sharded-hashed | ≤ 24 |  | not measured |",
+		"| allocations per `Allow` on an existing key, every row of admit's in the keyed workload | 0 | 0 on every row of atomic-packed | met |",
+		// instr.txt's keyed section and cache.txt.
+		"| **sharded** | token-bucket | 570 | 480 | sharded.New |",
+		"| base-keyed-clock | 90 | picks a key |",
+		"# method: a keyed loop\n",
+		"| **sharded** | token-bucket | 1.28 | 1.79 | 2.71 | 3.77 | 571 | +0.1% | sharded.New |",
+		"# date: 2026-01-04T05:06:07Z\n",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("benchmarks.md lacks %q", want)
@@ -133,8 +156,10 @@ func TestGenerateSubset(t *testing.T) {
 		}
 		return strings.Join(keep, "\n")
 	})
-	if err := os.Remove(filepath.Join(results, "instr.txt")); err != nil {
-		t.Fatal(err)
+	for _, f := range []string{"instr.txt", "cache.txt"} {
+		if err := os.Remove(filepath.Join(results, f)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	files, err := generate(results)
 	if err != nil {
@@ -144,7 +169,10 @@ func TestGenerateSubset(t *testing.T) {
 	for _, want := range []string{
 		"## Hot key, every goroutine on one key\n\nNot measured in this run.\n\n## Keyed",
 		"| hot key, RunParallel at -cpu 8: atomic packed vs uber's limiter | ≥ 1.2× faster |  | not measured |",
-		"Not measured yet: run `make bench-instr`.\n\n## The peers",
+		"Not measured yet: run `make bench-instr`.\n\n## Instructions per keyed decision",
+		"Not measured yet: run `make bench-instr`.\n\n## Cache misses per keyed decision",
+		"Not measured yet: run `make bench-cache`.\n\n## The peers",
+		"| keyed, 100,000 existing keys, uniform: sharded vs go-limiter | ≥ 2× faster |  | not measured |",
 		"- With `clock.Coarse`: 21 ns per `Allow`, 7.2× faster than x/time/rate.",
 	} {
 		if !strings.Contains(md, want) {
