@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/held"
+	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/reservation"
 )
@@ -29,11 +31,47 @@ var (
 	_ admit.Store         = reserver{}
 )
 
-// Allow is Store.Allow, written out so that no wrapper copies the Decision
-// once more.
+// Allow is AllowN(key, 1), the call most keyed limiters see most often, with
+// the token bucket's one-token path written out in one frame: the clock,
+// the hash, the probe, one load of the slot's word, kernel.AllowOne and one
+// CAS (decide's fast path; see there for the CAS and where an admission
+// takes effect). Whatever it declines (a denial, a sentinel, a lost CAS, a
+// reading AllowOne does not take, a missing key, the test pause) goes to
+// decideAt with the same reading and hash, which decides on what it loads
+// again.
 func (r reserver) Allow(key string) (d admit.Decision) {
-	v := r.decideKey(key, 1)
-	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, r.limit, v.Remaining, v.RetryAfter, v.ResetAfter
+	t := r.Store
+	var now time.Duration
+	if t.clock.Sys {
+		now = clock.System().Now() // devirtualized: see clockref.Ref
+	} else {
+		now = t.now()
+	}
+	h := maphash.String(t.seed, key)
+	if t.pause.Load() == nil {
+		if tb := t.shards[h>>t.shift].tab.Load(); tb != nil {
+			var k0, k1 uint64
+			if !t.hashed {
+				k0, k1, _ = shortKey(key)
+			}
+			if i, ok := tb.find(tagOf(h), k0, k1, key, t.hashed, t.sbits); ok {
+				hook.Between(hook.AfterLookup)
+				p := &tb.slot(i)[1]
+				if old := p.Load(); old-tbTomb > tbHeld-tbTomb {
+					if nw, owed, ok := t.tb.AllowOne(old, now); ok {
+						hook.Between(hook.BeforeCAS)
+						if p.CompareAndSwap(old, nw) {
+							d.Allowed, d.Limit = true, t.limit
+							d.Remaining, d.ResetAfter = t.tb.OneVerdict(owed)
+							return d
+						}
+					}
+				}
+			}
+		}
+	}
+	v := t.decideAt(key, h, now, 1)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, t.limit, v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
 

@@ -198,22 +198,29 @@ func (t *Store) AllowN(key string, n int) (d admit.Decision) {
 
 // decideKey decides a request for n on key: lock-free on a key the table
 // holds (find, then decide's CAS loop), under the shard's mutex otherwise
-// (slow). The clock read and the test pause's check are written out here,
-// as in package atomic's limiters, so that they cost no call.
+// (slow).
 func (t *Store) decideKey(key string, n int) kernel.Verdict {
-	var now time.Duration
+	return t.decideAt(key, maphash.String(t.seed, key), t.now(), n)
+}
+
+// now reads the clock, the system clock without a dynamic call (see
+// clockref.Ref).
+func (t *Store) now() time.Duration {
 	if t.clock.Sys {
-		now = clock.System().Now() // devirtualized: see clockref.Ref
-	} else if t.clock.Coarse == nil {
-		now = t.clock.C.Now()
-	} else {
-		now = t.clock.CoarseNow()
+		return clock.System().Now()
 	}
+	if t.clock.Coarse == nil {
+		return t.clock.C.Now()
+	}
+	return t.clock.CoarseNow()
+}
+
+// decideAt is decideKey for key, whose hash is h, at reading now.
+func (t *Store) decideAt(key string, h uint64, now time.Duration, n int) kernel.Verdict {
 	var pause func()
 	if t.pause.Load() != nil {
 		pause = t.takePause()
 	}
-	h := maphash.String(t.seed, key)
 	sh := &t.shards[h>>t.shift]
 	if tb := sh.tab.Load(); tb != nil {
 		var k0, k1 uint64
