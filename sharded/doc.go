@@ -19,11 +19,11 @@
 // of the table. The table is kept between 70% and 87.5% full, so a key
 // costs 37 to 46 bytes (longer keys add their own copy); with
 // [admit.WithHashedKeys] a slot is 16 bytes and a key 18 to 23. The sliding
-// log, and sliding counters whose state does not pack, keep their states by
-// value in a Go map per shard (a ring of Limit timestamps for the log), with
-// a copy of each key. A call on an existing key allocates nothing. A key is
-// stored only once it has admitted something. docs/keyed-stores.md has the
-// layout and the measured bytes per key.
+// log, and sliding counters whose state does not pack, keep each key's state
+// behind a pointer in a Go map per shard (a ring of Limit timestamps for the
+// log), with a copy of each key. A call on an existing key allocates
+// nothing. A key is stored only once it has admitted something.
+// docs/keyed-stores.md has the layout and the measured bytes per key.
 //
 // # Concurrency
 //

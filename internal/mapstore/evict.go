@@ -29,7 +29,7 @@ func (l *store[KT, S]) evicted(sh *shard[KT, S], at time.Duration, n int) {
 	if sh.peak >= evict.RebuildMin && len(sh.m) <= sh.peak/4 {
 		// A Go map never gives back the buckets of deleted keys: copy the
 		// survivors into a map of their own size.
-		m := make(map[KT]S, len(sh.m))
+		m := make(map[KT]*S, len(sh.m))
 		for mk, s := range sh.m {
 			m[mk] = s
 		}
@@ -64,19 +64,30 @@ func (l *store[KT, S]) scan(sh *shard[KT, S], now, at time.Duration, limit int, 
 			break
 		}
 		examined++
-		if l.fresh(&s, at) {
-			delete(sh.m, mk)
+		if l.fresh(s, at) {
+			sh.drop(mk, s)
 			evicted++
 			continue
 		}
 		// A probe (n == 0) changes nothing and reports how long the state
 		// takes to become fresh if nothing else arrives.
 		if soonest != nil {
-			*soonest = min(*soonest, l.decide(&s, now, 0).ResetAfter)
+			*soonest = min(*soonest, l.decide(s, now, 0).ResetAfter)
 		}
 	}
 	l.evicted(sh, at, evicted)
 	return examined, evicted
+}
+
+// drop deletes the key whose map key is mk and whose state is s, and the
+// hold of its reservation if it has one (a hold's reservation was due by the
+// time its key is fresh). The map key is the map's own, from ranging over it.
+// It requires that sh.mu is held.
+func (sh *shard[KT, S]) drop(mk KT, s *S) {
+	delete(sh.m, mk)
+	if len(sh.holds) != 0 {
+		delete(sh.holds, s)
+	}
 }
 
 // Sweep implements [admit.Store].
@@ -94,8 +105,8 @@ func (l *store[KT, S]) sweepAt(at time.Duration) int {
 		sh.mu.Lock()
 		n := 0
 		for mk, s := range sh.m {
-			if l.fresh(&s, at) {
-				delete(sh.m, mk)
+			if l.fresh(s, at) {
+				sh.drop(mk, s)
 				n++
 			}
 		}

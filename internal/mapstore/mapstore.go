@@ -1,10 +1,18 @@
 // Package mapstore is the keyed store of packages locked and sharded (their
 // New): 2^k shards, each a mutex padded to its own cache lines and a Go map
-// from a key to its state, kept by value. The map key is the key itself (a
+// from a key to a pointer to its state. The map key is the key itself (a
 // copy the store owns), or with admit.WithHashedKeys its 64-bit hash, seeded
 // per store; the top bits of the hash choose the shard. Every call does its
 // whole work (lookup, decision, insertion, the sweep it triggers) under its
 // shard's lock.
+//
+// A state lives behind a pointer so that a call can change it in place: the
+// map is written only to insert a key, under the store's own copy, and never
+// with a caller's key. A Go map assignment to a key it holds replaces the
+// stored key with the one assigned (for strings, whose equal values may
+// differ in memory), so writing a state back with m[key] = s would swap the
+// store's copy for the caller's string, whose memory the caller may reuse:
+// rewriting it would then rename the stored state.
 //
 // Idle keys are evicted only when their state is fresh (kernel.Fresh), so
 // eviction changes no decision: each shard keeps a floor, and a call that
@@ -74,16 +82,16 @@ func build[S any](kern any, rule admit.Rule, set plumb.Settings) admit.Store {
 // whatever its types). TestShardSize pins the two together.
 type shardFields struct {
 	mu    sync.Mutex
-	m     map[string]struct{}
+	m     map[string]*struct{}
 	floor time.Duration
 	peak  int
-	holds map[string]struct{}
+	holds map[*struct{}]kernel.Hold
 }
 
 // shard is a mutex and the states of the keys that hash to it.
 type shard[KT comparable, S any] struct {
 	mu sync.Mutex
-	m  map[KT]S // guarded by mu
+	m  map[KT]*S // guarded by mu; written only to insert or delete a key
 
 	// floor is guarded by mu. It is the newest reading at which a key of
 	// this shard has been evicted (math.MinInt64 until the first eviction).
@@ -99,9 +107,11 @@ type shard[KT comparable, S any] struct {
 
 	// holds is guarded by mu: the holds (kernel.Hold) of the token-bucket
 	// reservations of this shard's keys that may still be cancelled (and
-	// dead ones, Ticket 0, until a new entry prunes them). Calls of a shard
-	// that never had a hold pay one comparison.
-	holds map[KT]kernel.Hold
+	// dead ones, Ticket 0, until a new entry prunes them), by the address of
+	// the key's state: a key evicted and stored again has a new one, and an
+	// eviction deletes the hold of the state it deletes, so every entry is a
+	// stored key's. Calls of a shard that never had a hold pay one comparison.
+	holds map[*S]kernel.Hold
 
 	_ [layout.CacheLinePad - unsafe.Sizeof(shardFields{})]byte
 }
@@ -144,7 +154,7 @@ func (l *store[KT, S]) init(kern any, rule admit.Rule, set plumb.Settings, clone
 	l.clone = clone
 	l.shards = make([]shard[KT, S], n)
 	for i := range l.shards {
-		l.shards[i].m = make(map[KT]S)
+		l.shards[i].m = make(map[KT]*S)
 		l.shards[i].floor = math.MinInt64
 	}
 }
@@ -181,18 +191,15 @@ func (l *store[KT, S]) allow(mk KT, h uint64, n int) admit.Decision {
 	l.paused()
 	sh := &l.shards[h>>l.shift]
 	sh.mu.Lock()
-	s, ok := sh.m[mk]
-	if !ok {
+	s := sh.m[mk]
+	if s == nil {
 		d := l.insert(sh, mk, now, n)
 		sh.mu.Unlock()
 		return d
 	}
-	d := l.decide(&s, now, n)
-	if d.Allowed && n > 0 { // the kernel changed s; a map holds values, so write it back
-		sh.m[mk] = s
-	}
+	d := l.decide(s, now, n) // in place: the map is not written
 	if len(sh.holds) != 0 {
-		l.showHold(sh, mk, &s, now)
+		l.showHold(sh, s, now)
 	}
 	sh.mu.Unlock()
 	return d
@@ -218,31 +225,34 @@ func (l *store[KT, S]) insert(sh *shard[KT, S], mk KT, now time.Duration, n int)
 		// fresh state admits every other request.)
 		return d
 	}
-	if wait, ok := l.add(sh, mk, s, now); !ok {
+	if stored, wait := l.add(sh, mk, s, now); stored == nil {
 		return admit.Decision{Limit: l.limit, RetryAfter: wait}
 	}
 	return d
 }
 
 // add stores s, the state of a key that sh does not hold, decided at now
-// (already clamped to the floor): it sweeps a few keys of sh first, and in a
-// full store makes room or returns, with ok false, the RetryAfter of the
-// denial, storing nothing. It requires that sh.mu is held.
-func (l *store[KT, S]) add(sh *shard[KT, S], mk KT, s S, now time.Duration) (wait time.Duration, ok bool) {
+// (already clamped to the floor), and returns the stored state: it sweeps a
+// few keys of sh first, and in a full store makes room or returns nil and
+// the RetryAfter of the denial, storing nothing. It requires that sh.mu is
+// held.
+func (l *store[KT, S]) add(sh *shard[KT, S], mk KT, s S, now time.Duration) (stored *S, wait time.Duration) {
 	if len(sh.m) >= evict.SweepMinLen {
 		l.sweep(sh, now, evict.SweepBatch)
 	}
 	if l.maxKeys > 0 && !l.reserve() {
 		if wait, ok := l.makeRoom(sh, now); !ok {
-			return wait, false
+			return nil, wait
 		}
 	}
 	if l.clone != nil {
 		mk = l.clone(mk) // our own copy: the caller may reuse the key's memory
 	}
-	sh.m[mk] = s
+	stored = new(S)
+	*stored = s
+	sh.m[mk] = stored // the only write of a key, and with our copy
 	sh.peak = max(sh.peak, len(sh.m))
-	return 0, true
+	return stored, 0
 }
 
 // reserve counts one more key if the store has room for it.

@@ -96,7 +96,33 @@ func TestCancelStoresNoHold(t *testing.T) {
 	if !r.CancelReservation("b", res) {
 		t.Error("b's reservation not cancelled on b")
 	}
-	if h, ok := st.holds["b"]; len(st.holds) != 1 || !ok || h.Ticket != 0 {
+	if h, ok := st.holds[st.m["b"]]; len(st.holds) != 1 || !ok || h.Ticket != 0 {
 		t.Errorf("holds %v after the cancellation, want only b's, dead", st.holds)
+	}
+}
+
+// TestEvictionDropsHold: the eviction of a key deletes its hold's entry,
+// which is keyed by the address of the key's state, so that no entry keeps
+// an evicted state alive or outlives its key, even a live-looking one.
+func TestEvictionDropsHold(t *testing.T) {
+	fake := clock.NewFake()
+	lim := New(admit.Rule{Algorithm: admit.TokenBucket, Limit: 1, Window: time.Second}, plumb.Settings{Clock: fake, Shards: 1})
+	r := lim.(admit.KeyedReserver)
+	st := &lim.(tbFullKeys[uint64]).shards[0]
+	r.Allow("b")
+	res, ok := r.ReserveN("b", 1, time.Hour)
+	if !ok || res.Delay != time.Second {
+		t.Fatalf("ReserveN(b) = %+v, %t; want a wait of 1s", res, ok)
+	}
+	fake.Set(time.Minute) // b's reservation is long due: b is idle
+	if n := lim.(admit.Store).Sweep(); n != 1 {
+		t.Fatalf("Sweep evicted %d keys, want b", n)
+	}
+	if len(st.holds) != 0 {
+		t.Errorf("holds %v after b's eviction, want none", st.holds)
+	}
+	r.Allow("b")
+	if r.CancelReservation("b", res) {
+		t.Error("b's reservation from before its eviction cancelled on b stored again")
 	}
 }

@@ -16,17 +16,19 @@ import (
 // the token bucket offers the methods.
 //
 // A reservation is an admission like any other as far as eviction is
-// concerned: it runs under its shard's lock on the key's inline state, and a
+// concerned: it runs under its shard's lock on the key's stored state, and a
 // reservation on a missing key decides at max(reading, floor) and stores the
 // key through the insert path (sweep, WithMaxKeys) only if it took tokens. A
 // reserved key's bucket is in debt until its tokens are due, so it is not
 // fresh and no sweep evicts it meanwhile.
 //
 // A reservation that must wait leaves a hold (kernel.Hold) in its shard's
-// holds, under the key's map key: the record that lets it be cancelled at
-// most once, only on its key, and never once it was due at a reading the key
-// has seen. Every call on a key of a shard with holds shows its reading to
-// the key's hold (showHold), and each new entry prunes a few dead ones.
+// holds, under the address of the key's state (never under a caller's key:
+// see the package doc): the record that lets it be cancelled at most once,
+// only on its key, and never once it was due at a reading the key has seen.
+// Every call on a key of a shard with holds shows its reading to the key's
+// hold (showHold), each new entry prunes a few dead ones, and the eviction
+// of a key deletes its entry (shard.drop).
 
 // tbFullKeys is the token bucket of a store of full keys.
 type tbFullKeys[S any] struct{ *fullKeys[S] }
@@ -79,19 +81,19 @@ func (l tbHashedKeys[S]) CancelReservation(key string, r admit.Reservation) bool
 	return l.cancelReservation(h, h, r)
 }
 
-// showHold shows the hold of map key mk, if it has one, a reading now of its
-// state *s, and marks it dead if it is no longer live. It requires that
-// sh.mu is held and that the store is a token bucket's (the only stores with
-// holds).
-func (l *store[KT, S]) showHold(sh *shard[KT, S], mk KT, s *S, now time.Duration) {
-	h, ok := sh.holds[mk]
+// showHold shows the hold of the key whose stored state is s, if it has
+// one, a reading now of *s, and marks it dead if it is no longer live. It
+// requires that sh.mu is held and that the store is a token bucket's (the
+// only stores with holds).
+func (l *store[KT, S]) showHold(sh *shard[KT, S], s *S, now time.Duration) {
+	h, ok := sh.holds[s]
 	if !ok || h.Ticket == 0 {
 		return
 	}
 	if !l.tbKernel().Observe(&h, tbState(s), now) {
 		h = kernel.Hold{}
 	}
-	sh.holds[mk] = h
+	sh.holds[s] = h
 }
 
 // reserveN is allow for a reservation; see the top of this file.
@@ -102,45 +104,44 @@ func (l *store[KT, S]) reserveN(mk KT, h uint64, n int, maxWait time.Duration) (
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	k := l.tbKernel()
-	s, stored := sh.m[mk]
-	if !stored {
+	s := sh.m[mk]
+	if s == nil {
 		now = max(now, sh.floor) // the key may have been evicted as fresh at floor
 		var probe kernel.TokenBucketState
 		if d, ok := k.Reserve(&probe, now, n, maxWait); !ok || n == 0 { // takes nothing: nothing to store
 			return reservation.New(d, n, 0), ok
 		}
-		if wait, ok := l.add(sh, mk, s, now); !ok {
+		var fresh S
+		var wait time.Duration
+		if s, wait = l.add(sh, mk, fresh, now); s == nil {
 			return reservation.New(wait, n, 0), false // a full store
 		}
 	}
-	st := tbState(&s)
-	hold := sh.holds[mk]
+	st := tbState(s)
+	hold := sh.holds[s]
 	d, ok, t := k.ReserveHold(&st, &hold, now, n, maxWait)
-	if ok && n > 0 { // a map holds values: write the state back
-		setTBState(&s, st)
-		sh.m[mk] = s
-	}
+	setTBState(s, st) // in place; unchanged if the reservation took nothing
 	// A dead hold keeps its entry (Ticket 0), so that the key's next waiter
-	// stores its hold without copying the key; entries are deleted only by
-	// the pruning of a new entry.
-	switch _, had := sh.holds[mk]; {
+	// updates its entry instead of adding one and pruning others; entries
+	// are deleted only by the pruning of a new entry and by the eviction of
+	// their key.
+	switch _, had := sh.holds[s]; {
 	case had:
-		sh.holds[mk] = hold
+		sh.holds[s] = hold
 	case hold.Ticket != 0:
 		if sh.holds == nil {
-			sh.holds = make(map[KT]kernel.Hold)
+			sh.holds = make(map[*S]kernel.Hold)
 		}
-		kernel.PruneHolds(k, sh.holds, now, pruneHolds, mk, func(mk KT) (kernel.TokenBucketState, bool) {
-			s, ok := sh.m[mk]
-			return tbState(&s), ok
-		})
-		if l.clone != nil {
-			mk = l.clone(mk) // the map's own copy
-		}
-		sh.holds[mk] = hold
+		kernel.PruneHolds(k, sh.holds, now, pruneHolds, s, storedState[S])
+		sh.holds[s] = hold
 	}
 	return reservation.New(d, n, t), ok
 }
+
+// storedState is PruneHolds's view of the key whose stored state is s: every
+// entry of a shard's holds is a stored key's, since an eviction deletes the
+// entry of the state it deletes.
+func storedState[S any](s *S) (kernel.TokenBucketState, bool) { return tbState(s), true }
 
 // cancelReservation gives r's tokens back; see
 // [admit.KeyedReserver.CancelReservation]. A key that is missing was evicted
@@ -153,20 +154,22 @@ func (l *store[KT, S]) cancelReservation(mk KT, h uint64, r admit.Reservation) b
 	sh := &l.shards[h>>l.shift]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	s, stored := sh.m[mk]
-	hold, held := sh.holds[mk]
-	if !stored || !held {
+	s := sh.m[mk]
+	if s == nil {
 		return false
 	}
-	st := tbState(&s)
+	hold, held := sh.holds[s]
+	if !held {
+		return false
+	}
+	st := tbState(s)
 	ok, drop := l.tbKernel().CancelHold(&st, &hold, reservation.Ticket(r), max(now, sh.floor))
 	if ok {
-		setTBState(&s, st)
-		sh.m[mk] = s
+		setTBState(s, st)
 	}
 	if drop {
 		hold = kernel.Hold{}
 	}
-	sh.holds[mk] = hold
+	sh.holds[s] = hold
 	return ok
 }
