@@ -73,6 +73,7 @@ func Run(t *testing.T, v Variant) {
 			t.Run("Differential", func(t *testing.T) { testDifferential(t, v, alg) })
 			t.Run("KeyIsolation", func(t *testing.T) { testKeyIsolation(t, v, alg) })
 			t.Run("KeyCopied", func(t *testing.T) { testKeyCopied(t, v, alg) })
+			t.Run("KeyBufferReused", func(t *testing.T) { testKeyBufferReused(t, v, alg) })
 			t.Run("FrozenClockExact", func(t *testing.T) { testFrozenClockExact(t, v, alg) })
 			if !v.Remote {
 				t.Run("Allocs", func(t *testing.T) { testAllocs(t, v, alg) })
@@ -346,6 +347,58 @@ func testKeyCopied(t *testing.T, v Variant, alg admit.Algorithm) {
 	buf[4] = '2' // key now reads "key-2"
 	assert.False(t, lim.Allow("key-1").Allowed, "key-1 spent its limit before the buffer changed")
 	assert.True(t, lim.Allow("key-2").Allowed, "key-2 was never used")
+}
+
+// testKeyBufferReused checks that the limiter's copy of a key stays its
+// own after the key is used again: a key is stored from one buffer, then
+// spent to its limit, and for a token bucket reserved beyond it and probed,
+// through the same bytes in another buffer, which the caller then rewrites.
+// A store that let a later call's string replace its copy would now hold the
+// key under the rewritten bytes: the key would get a fresh budget, the
+// rewritten key would inherit its state, and its reservation could no longer
+// be cancelled. Each algorithm runs with a small limit; the sliding counter
+// also with one too wide to pack into a word (sharded keeps it in a map).
+func testKeyBufferReused(t *testing.T, v Variant, alg admit.Algorithm) {
+	texts := map[admit.Algorithm][]string{
+		admit.TokenBucket:    {"token-bucket,4,1m", "token-bucket,3,10s"}, // a packed word, and a fraction
+		admit.FixedWindow:    {"fixed-window,4,1m"},
+		admit.SlidingLog:     {"sliding-log,4,1m"},
+		admit.SlidingCounter: {"sliding-counter,4,1m", "sliding-counter,70000,1m"},
+	}[alg]
+	for _, text := range texts {
+		t.Run(text, func(t *testing.T) {
+			rule := mustRule(t, text)
+			fake := clock.NewFake()
+			fake.Set(time.Hour)
+			lim, err := v.New(rule, admit.WithClock(fake))
+			require.NoError(t, err)
+			bufA, bufB := []byte("key-1"), []byte("key-1")
+			keyA := unsafe.String(&bufA[0], len(bufA)) // stores the key
+			keyB := unsafe.String(&bufB[0], len(bufB)) // the same key, later, from another buffer
+			require.True(t, lim.Allow(keyA).Allowed, "%v: Allow(key-1) from buffer A", rule)
+			require.True(t, lim.Allow(keyB).Allowed, "%v: Allow(key-1) from buffer B", rule)
+			require.True(t, lim.AllowN(keyB, rule.Limit-2).Allowed, "%v: AllowN(key-1, %d) from buffer B", rule, rule.Limit-2)
+			var (
+				kr  admit.KeyedReserver
+				res admit.Reservation
+			)
+			if r, ok := lim.(admit.KeyedReserver); ok && alg == admit.TokenBucket {
+				kr = r
+				res, ok = kr.ReserveN(keyB, 1, time.Hour)
+				require.True(t, ok, "%v: ReserveN(key-1, 1) from buffer B", rule)
+				require.Positive(t, res.Delay, "%v: ReserveN(key-1, 1) on an empty bucket must wait", rule)
+			}
+			require.False(t, lim.Allow(keyB).Allowed, "%v: Allow(key-1) from buffer B once the limit is spent", rule)
+			copy(bufB, "key-2") // keyB now reads "key-2"; bufA is left alone
+			assert.False(t, lim.Allow("key-1").Allowed, "%v: key-1 spent its limit before buffer B changed", rule)
+			assert.True(t, lim.AllowN("key-2", rule.Limit).Allowed, "%v: key-2 was never used: its whole limit is free", rule)
+			if kr != nil {
+				assert.True(t, kr.CancelReservation("key-1", res), "%v: key-1's reservation, cancelled on key-1", rule)
+				again, ok := kr.ReserveN("key-1", 1, time.Hour)
+				assert.True(t, ok && again.Delay == res.Delay, "%v: ReserveN(key-1, 1) after the cancellation = %v, %t; want the cancelled one's wait, %v", rule, again.Delay, ok, res.Delay)
+			}
+		})
+	}
 }
 
 // testFrozenClockExact: with the clock frozen, 32 goroutines on 8 keys, released
