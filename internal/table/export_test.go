@@ -31,3 +31,10 @@ func SlotBytes() (full, hashed uintptr) {
 
 // ShortKey is shortKey.
 var ShortKey = shortKey
+
+// Hash is the hash of key in lim, a table, and its shard.
+func Hash(lim admit.KeyedLimiter, key string) (h uint64, shard int) {
+	t := store(lim)
+	h, _, _ = t.hash(key)
+	return h, int(h >> t.shift)
+}

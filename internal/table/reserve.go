@@ -1,7 +1,6 @@
 package table
 
 import (
-	"hash/maphash"
 	"sync/atomic"
 	"time"
 
@@ -47,13 +46,9 @@ func (r reserver) Allow(key string) (d admit.Decision) {
 	} else {
 		now = t.now()
 	}
-	h := maphash.String(t.seed, key)
+	h, k0, k1 := t.hash(key)
 	if t.pause.Load() == nil {
 		if tb := t.shards[h>>t.shift].tab.Load(); tb != nil {
-			var k0, k1 uint64
-			if !t.hashed {
-				k0, k1, _ = shortKey(key)
-			}
 			if i, ok := tb.find(tagOf(h), k0, k1, key, t.hashed, t.sbits); ok {
 				hook.Between(hook.AfterLookup)
 				p := &tb.slot(i)[1]
@@ -70,7 +65,7 @@ func (r reserver) Allow(key string) (d admit.Decision) {
 			}
 		}
 	}
-	v := t.decideAt(key, h, now, 1)
+	v := t.decideAt(key, h, k0, k1, now, 1)
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, t.limit, v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
@@ -79,7 +74,7 @@ func (r reserver) Allow(key string) (d admit.Decision) {
 func (r reserver) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
 	t := r.Store
 	now := t.clock.Now()
-	h := maphash.String(t.seed, key)
+	h, _, _ := t.hash(key)
 	sh := &t.shards[h>>t.shift]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -117,7 +112,7 @@ func (r reserver) ReserveN(key string, n int, maxWait time.Duration) (admit.Rese
 func (r reserver) CancelReservation(key string, res admit.Reservation) bool {
 	t := r.Store
 	now := t.clock.Now()
-	h := maphash.String(t.seed, key)
+	h, _, _ := t.hash(key)
 	sh := &t.shards[h>>t.shift]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()

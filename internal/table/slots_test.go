@@ -2,11 +2,18 @@ package table_test
 
 import (
 	"encoding/binary"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
 
 	"github.com/admit-go/admit/internal/table"
 )
@@ -56,5 +63,35 @@ func TestShortKey(t *testing.T) {
 		want[15] = byte(n)
 		assert.Equal(t, binary.LittleEndian.Uint64(want[:8]), k0, "n=%d", n)
 		assert.Equal(t, binary.LittleEndian.Uint64(want[8:]), k1, "n=%d", n)
+	}
+}
+
+// TestHashSpreads: short keys that differ in a byte or two (counters, IP
+// addresses) spread evenly over the shards and never share a tag, with the
+// multiply-mix hash (full keys) and maphash (hashed keys and long keys).
+func TestHashSpreads(t *testing.T) {
+	rule := admit.Rule{Algorithm: admit.TokenBucket, Limit: 1, Window: time.Second}
+	for _, opts := range [][]admit.Option{{admit.WithShards(16)}, {admit.WithShards(16), admit.WithHashedKeys()}} {
+		for _, format := range []string{"user-%d", "10.0.%d.%d", "%d", "a-key-longer-than-fifteen-bytes-%d"} {
+			l := newTable(t, rule, clock.NewFake(), opts...)
+			const n = 64_000
+			var perShard [16]int
+			tags := make(map[uint64]bool, n)
+			for i := range n {
+				var key string
+				if strings.Count(format, "%d") == 2 {
+					key = fmt.Sprintf(format, i/256, i%256)
+				} else {
+					key = fmt.Sprintf(format, i)
+				}
+				h, sh := table.Hash(l, key)
+				perShard[sh]++
+				require.False(t, tags[h], "%q shares a tag", key)
+				tags[h] = true
+			}
+			for sh, c := range perShard {
+				assert.InDelta(t, n/16, c, n/16/10, "%s: shard %d holds %d keys", format, sh, c)
+			}
+		}
 	}
 }

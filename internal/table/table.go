@@ -12,6 +12,7 @@ import (
 	"hash/maphash"
 	"math"
 	"math/bits"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -117,6 +118,7 @@ type Store struct {
 	limit   int
 	clock   clockref.Ref
 	seed    maphash.Seed
+	mix     [3]uint64 // the seeds of mixKey, random per store
 	maxKeys int64
 	horizon time.Duration
 	shards  []shard
@@ -141,6 +143,7 @@ func New(rule admit.Rule, set plumb.Settings) admit.Store {
 		limit:   rule.Limit,
 		clock:   clockref.New(set.Clock),
 		seed:    maphash.MakeSeed(),
+		mix:     [3]uint64{rand.Uint64(), rand.Uint64(), rand.Uint64() | 1},
 		maxKeys: int64(set.MaxKeys),
 		horizon: evict.Horizon(rule),
 		shards:  make([]shard, n),
@@ -200,7 +203,42 @@ func (t *Store) AllowN(key string, n int) (d admit.Decision) {
 // holds (find, then decide's CAS loop), under the shard's mutex otherwise
 // (slow).
 func (t *Store) decideKey(key string, n int) kernel.Verdict {
-	return t.decideAt(key, maphash.String(t.seed, key), t.now(), n)
+	h, k0, k1 := t.hash(key)
+	return t.decideAt(key, h, k0, k1, t.now(), n)
+}
+
+// hash returns key's seeded 64-bit hash, whose top bits choose its shard
+// and whose whole is its tag, and its slot's key words (shortKey; 0 with
+// hashed keys). A key of up to 15 bytes in a store of full keys is hashed
+// from those words by mixKey; every other key by hash/maphash. Both are
+// seeded per store, so clients cannot aim keys at one shard or one probe
+// sequence.
+func (t *Store) hash(key string) (h, k0, k1 uint64) {
+	if !t.hashed {
+		var short bool
+		if k0, k1, short = shortKey(key); short {
+			return t.mixKey(k0, k1), k0, k1
+		}
+	}
+	return maphash.String(t.seed, key), k0, k1
+}
+
+// mixKey hashes a short key's two words: the multiply-mix (the high and low
+// halves of a 128-bit product, folded) of the words xored with seeds, mixed
+// again with a third seed: the construction of Go's runtime map hash for 9
+// to 16 bytes on machines without AES (wyhash), on words shortKey has
+// already read, at about a fifth of maphash.String's instructions. Its tags
+// only need to spread keys: a table compares the key's words whenever two
+// tags match. (With hashed keys, where the hash is the key's identity, the
+// store uses maphash.)
+func (t *Store) mixKey(k0, k1 uint64) uint64 {
+	return mix(mix(k0^t.mix[0], k1^t.mix[1]), t.mix[2])
+}
+
+// mix folds the 128-bit product of a and b.
+func mix(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	return hi ^ lo
 }
 
 // now reads the clock, the system clock without a dynamic call (see
@@ -215,18 +253,15 @@ func (t *Store) now() time.Duration {
 	return t.clock.CoarseNow()
 }
 
-// decideAt is decideKey for key, whose hash is h, at reading now.
-func (t *Store) decideAt(key string, h uint64, now time.Duration, n int) kernel.Verdict {
+// decideAt is decideKey for key, whose hash and key words are h, k0 and k1
+// (hash), at reading now.
+func (t *Store) decideAt(key string, h, k0, k1 uint64, now time.Duration, n int) kernel.Verdict {
 	var pause func()
 	if t.pause.Load() != nil {
 		pause = t.takePause()
 	}
 	sh := &t.shards[h>>t.shift]
 	if tb := sh.tab.Load(); tb != nil {
-		var k0, k1 uint64
-		if !t.hashed {
-			k0, k1, _ = shortKey(key)
-		}
 		if i, ok := tb.find(tagOf(h), k0, k1, key, t.hashed, t.sbits); ok {
 			hook.Between(hook.AfterLookup)
 			if v, ok := t.decide(&tb.slot(i)[1], now, n, &pause); ok {
