@@ -49,7 +49,17 @@ func (r reserver) Allow(key string) (d admit.Decision) {
 	h, k0, k1 := t.hash(key)
 	if t.pause.Load() == nil {
 		if tb := t.shards[h>>t.shift].tab.Load(); tb != nil {
-			if i, ok := tb.find(tagOf(h), k0, k1, key, t.hashed, t.sbits); ok {
+			var i uint64
+			var ok bool
+			if t.hashed {
+				i, ok = tb.firstHashed(tagOf(h), t.sbits)
+			} else {
+				i, ok = tb.first(tagOf(h), k0, k1, t.sbits)
+			}
+			if !ok {
+				i, ok = tb.find(tagOf(h), k0, k1, key, t.hashed, t.sbits)
+			}
+			if ok {
 				hook.Between(hook.AfterLookup)
 				p := &tb.slot(i)[1]
 				if old := p.Load(); old-tbTomb > tbHeld-tbTomb {

@@ -176,6 +176,22 @@ func (t *tab) find(tag, k0, k1 uint64, key string, hashed bool, sbits uint) (i u
 	}
 }
 
+// first returns the slot of a short key in a table of full keys if it is
+// the first of its probe sequence, the common case, in a check small enough
+// to inline into the caller; ok false says nothing: the caller then calls
+// find. firstHashed is the same for a table of hashed keys.
+func (t *tab) first(tag, k0, k1 uint64, sbits uint) (i uint64, ok bool) {
+	i = t.start(tag, sbits)
+	s := (*[4]atomic.Uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(t.w)), i<<5))
+	return i, s[0].Load() == tag && s[2].Load() == k0 && s[3].Load() == k1 && k1 != longMark
+}
+
+func (t *tab) firstHashed(tag uint64, sbits uint) (i uint64, ok bool) {
+	i = t.start(tag, sbits)
+	s := (*[2]atomic.Uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(t.w)), i<<4))
+	return i, s[0].Load() == tag
+}
+
 // long returns the long key of slot i.
 func (t *tab) long(i uint64) string {
 	return *(*t.longs.Load())[i].Load()
