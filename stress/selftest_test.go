@@ -9,17 +9,39 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/hook"
 )
 
-// TestSelfTest runs the harness against the broken limiters of broken_test.go
-// and requires that it FAILS on each, through the oracle named in want, within
-// a bounded number of trials (each a full workload with its own seed). A
-// harness that has never caught a bug proves nothing (docs/reliability.md).
+// selfTestCase is one broken limiter of TestSelfTest, with the workload
+// and the check that must catch it.
+type selfTestCase struct {
+	name string
+	want string // the check that must fail
+	// setup, when set, runs first in the case's subtest: it may skip it,
+	// or plant a bug in a variant (and undo it with t.Cleanup).
+	setup func(t *testing.T)
+	// w returns the workload, and build the function that builds its
+	// subject over the run's clock and also stores it in s, which the
+	// workload's background tasks (a sweeper) act on.
+	w     func(s *subject) *workload
+	opts  func(t *testing.T) verifyOptions
+	build func(t *testing.T, s *subject) func(clk *stressClock) subject
+	// after, when set, checks more of the failing report
+	after func(t *testing.T, rep *report)
+}
+
+// TestSelfTest runs the harness against the broken limiters of broken_test.go,
+// and against sharded.New with the bug planted in its table
+// (unfrozenRebuildCases), and requires that it FAILS on each, through the
+// oracle named in want, within a bounded number of trials (each a full
+// workload with its own seed). A harness that has never caught a bug proves
+// nothing (docs/reliability.md).
 //
 // The broken limiters are test code, so they reach the harness's yield
 // function directly (between), in every build; the library's variants reach
 // the same function through internal/hook only when built with -tags
-// admitstress. The log says how many trials and how long each catch took.
+// admitstress, and the planted bug exists only then. The log says how many
+// trials and how long each catch took.
 func TestSelfTest(t *testing.T) {
 	trials := budget{full: 20, short: 8}.get()
 	if *trialsFlag > 0 {
@@ -28,35 +50,31 @@ func TestSelfTest(t *testing.T) {
 	tb := manyRules[0].rule // token-bucket,8,80ms: a token every 10ms
 	hotTB := hotRules[0].rule
 	fw := hotRules[2].rule
-	cases := []struct {
-		name  string
-		want  string // the check that must fail
-		w     func() *workload
-		opts  func(t *testing.T) verifyOptions
-		build func(clk *stressClock) subject
-		// after, when set, checks more of the failing report
-		after func(t *testing.T, rep *report)
-	}{
+	cases := []selfTestCase{
 		{
 			name: "lost-update/replay",
 			want: "replay",
-			w:    func() *workload { return hotKeyWorkload(hotTB) },
+			w:    func(*subject) *workload { return hotKeyWorkload(hotTB) },
 			opts: func(*testing.T) verifyOptions { return verifyOptions{} },
-			build: func(clk *stressClock) subject {
-				l := newLostUpdateTB(hotTB, clk)
-				return subject{name: "lostUpdateTB", allow: func(_ string, n int) admit.Decision { return l.AllowN(n) }, classify: classifyOne(newSpec(hotTB))}
+			build: func(*testing.T, *subject) func(*stressClock) subject {
+				return func(clk *stressClock) subject {
+					l := newLostUpdateTB(hotTB, clk)
+					return subject{name: "lostUpdateTB", allow: func(_ string, n int) admit.Decision { return l.AllowN(n) }, classify: classifyOne(newSpec(hotTB))}
+				}
 			},
 		},
 		{
 			name: "lost-update/porcupine",
 			want: "linearizability",
-			w:    func() *workload { return hotKeyWorkload(hotTB) },
+			w:    func(*subject) *workload { return hotKeyWorkload(hotTB) },
 			opts: func(t *testing.T) verifyOptions {
 				return verifyOptions{porcupineTimeout: porcupineTimeout(), vizDir: t.TempDir()}
 			},
-			build: func(clk *stressClock) subject {
-				l := newLostUpdateTB(hotTB, clk)
-				return subject{name: "lostUpdateTB", allow: func(_ string, n int) admit.Decision { return l.AllowN(n) }, classify: classifyOne(newSpec(hotTB))}
+			build: func(*testing.T, *subject) func(*stressClock) subject {
+				return func(clk *stressClock) subject {
+					l := newLostUpdateTB(hotTB, clk)
+					return subject{name: "lostUpdateTB", allow: func(_ string, n int) admit.Decision { return l.AllowN(n) }, classify: classifyOne(newSpec(hotTB))}
+				}
 			},
 			after: func(t *testing.T, rep *report) {
 				if rep.lin.vizPath == "" {
@@ -71,39 +89,41 @@ func TestSelfTest(t *testing.T) {
 		{
 			name: "stale-window-reset/intervals",
 			want: "interval bounds",
-			w:    func() *workload { return staleWorkload(fw, false, 1) },
+			w:    func(*subject) *workload { return staleWorkload(fw, false, 1) },
 			opts: func(*testing.T) verifyOptions { return verifyOptions{} },
-			build: func(clk *stressClock) subject {
-				l := newNoClampFW(fw, clk)
-				return subject{name: "noClampFW", allow: func(_ string, n int) admit.Decision { return l.AllowN(n) }, classify: classifyOne(newSpec(fw))}
+			build: func(*testing.T, *subject) func(*stressClock) subject {
+				return func(clk *stressClock) subject {
+					l := newNoClampFW(fw, clk)
+					return subject{name: "noClampFW", allow: func(_ string, n int) admit.Decision { return l.AllowN(n) }, classify: classifyOne(newSpec(fw))}
+				}
 			},
 		},
 		{
 			name: "naive-sweeper/replay+porcupine",
 			want: "replay",
+			w: func(s *subject) *workload {
+				return evictionWorkload(tb, s, budget{full: 96, short: 72}.get())
+			},
 			opts: func(*testing.T) verifyOptions {
 				return verifyOptions{porcupineTimeout: porcupineTimeout(), vizDir: "-"}
 			},
-			build: nil, // set below: it needs the workload's subject pointer
+			build: func(_ *testing.T, s *subject) func(*stressClock) subject {
+				return func(clk *stressClock) subject {
+					st := newNaiveStore(tb, clk)
+					*s = subject{name: "naiveStore", allow: st.AllowN, sweep: st.Sweep, classify: classifyOne(newSpec(tb))}
+					return *s
+				}
+			},
 		},
 	}
+	cases = append(cases, unfrozenRebuildCases()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var (
-				s     subject
-				w     *workload
-				build = c.build
-			)
-			if c.w != nil {
-				w = c.w()
-			} else { // the naive sweeper: the eviction workload, sweeping s
-				w = evictionWorkload(tb, &s, budget{full: 96, short: 72}.get())
-				build = func(clk *stressClock) subject {
-					st := newNaiveStore(tb, clk)
-					s = subject{name: "naiveStore", allow: st.AllowN, sweep: st.Sweep, classify: classifyOne(newSpec(tb))}
-					return s
-				}
+			if c.setup != nil {
+				c.setup(t)
 			}
+			var s subject
+			w, build := c.w(&s), c.build(t, &s)
 			began := time.Now()
 			base := seedFor(t)
 			for trial := range trials {
@@ -147,4 +167,58 @@ func TestSelfTest(t *testing.T) {
 			t.Logf("CAUGHT the leaked goroutine: %v", strings.SplitN(err.Error(), "\n", 2)[0])
 		}
 	})
+}
+
+// unfrozenRebuildCases are the self-tests of the bug planted in sharded's
+// lock-free table (table.PlantUnfrozenRebuild, in builds with the tag
+// admitstress only): a rebuild that copies each key's state word without
+// the CompareAndSwap that freezes it. A call that loaded the old table and
+// publishes into it after the copy then succeeds there, and its admission
+// is lost with the old table: the key's later calls see the copied, older
+// state and admit beyond the rule. The churn workloads create keys (and
+// the resize workload also evicts them) in the one shard whose hot keys are
+// being hammered, so that the table is rebuilt many times during every
+// burst; the real sharded.New with WithShards(1) is the subject, with a
+// token bucket and a fixed window. Without the tag, the bug does not exist
+// and the cases skip.
+func unfrozenRebuildCases() []selfTestCase {
+	var cases []selfTestCase
+	for _, rc := range []ruleCase{churnRules[0], churnRules[2]} { // tb, fw
+		for _, wl := range []string{"keys-mid-race", "resize-mid-race"} {
+			cases = append(cases, selfTestCase{
+				name: "unfrozen-rebuild/" + wl + "/rule=" + rc.name,
+				want: "replay",
+				setup: func(t *testing.T) {
+					if !hook.Enabled {
+						t.Skip("the table's planted bug (table.PlantUnfrozenRebuild) exists only in builds with -tags admitstress")
+					}
+					plantUnfrozenRebuild(true)
+					t.Cleanup(func() { plantUnfrozenRebuild(false) })
+				},
+				w: func(s *subject) *workload {
+					if wl == "resize-mid-race" {
+						return resizeWorkload(rc.rule, s, churnFresh())
+					}
+					return keysMidRaceWorkload(rc.rule, churnFresh())
+				},
+				// porcupine, which fails too, is left out: on failure it
+				// rechecks each (key, phase) partition alone, about a
+				// thousand here, the most of a trial's time.
+				opts: func(*testing.T) verifyOptions { return verifyOptions{} },
+				build: func(t *testing.T, s *subject) func(*stressClock) subject {
+					return func(clk *stressClock) subject {
+						*s = newKeyedSubject(t, variantNamed("sharded"), rc.rule, clk, admit.WithShards(1))
+						s.name = "sharded.New with the unfrozen rebuild planted"
+						return *s
+					}
+				},
+				after: func(t *testing.T, rep *report) {
+					if !strings.Contains(rep.err().Error(), "over-admission") {
+						t.Errorf("caught, but with no over-admission among the violations")
+					}
+				},
+			})
+		}
+	}
+	return cases
 }

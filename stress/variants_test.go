@@ -30,6 +30,16 @@ var variants = []variant{
 	{name: "sharded", keyed: sharded.New},
 }
 
+// variantNamed returns the row of variants called name.
+func variantNamed(name string) variant {
+	for _, v := range variants {
+		if v.name == name {
+			return v
+		}
+	}
+	panic("stress: no variant " + name)
+}
+
 // ruleCase is a rule the stress tests use, named for subtests. Each
 // algorithm appears with a rule whose state packs into one word in the
 // atomic and sharded variants and, where the variants have a second form, a

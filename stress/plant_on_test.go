@@ -1,0 +1,11 @@
+//go:build admitstress
+
+package stress
+
+import "github.com/admit-go/admit/internal/table"
+
+// plantUnfrozenRebuild turns on or off the planted bug of sharded's table
+// (table.PlantUnfrozenRebuild: rebuilds that copy each state word without
+// the CompareAndSwap that freezes it), which exists only in builds with the
+// tag admitstress.
+func plantUnfrozenRebuild(on bool) { table.PlantUnfrozenRebuild(on) }
