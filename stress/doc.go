@@ -23,15 +23,24 @@
 // One table (variants_test.go) lists the variants: locked, atomic and
 // sharded, each with its keyed New and, where it has one, its single-key
 // NewLimiter. Every test runs over every row, every algorithm (in a packed
-// and an unpacked form where the variants have both) and both shapes, and
+// and an unpacked form where the variants have both; the churn workloads
+// over the rules sharded keeps in its lock-free table) and both shapes, and
 // skips a combination only when the constructor says admit.ErrUnsupported.
 // The workloads are a hot key; many keys colliding in one shard, with new
 // keys created during the race; eviction with the clock moved to the exact
 // moment keys become evictable, a concurrent sweeper and a WithMaxKeys bound
-// below the number of keys; a policy.Service reloaded concurrently; and
-// stale or moving clock readings. Requests have mixed weights (AllowN 1 to
-// Limit, probes, and requests that can never pass), and each burst starts
-// all its goroutines together from a closed channel.
+// below the number of keys; the churn workloads (churn_test.go), with
+// WithShards(1), full and hashed keys (WithHashedKeys): hot keys hammered
+// while hundreds of new keys per burst are created among their requests in
+// the same shard, so that the store grows under them (sharded's table is
+// rebuilt a dozen times as it grows from empty, each rebuild moving the hot
+// keys while calls on them are between their load and their CAS), and the
+// same with a sweeper and the clock moved to where the previous burst's
+// keys are idle, so that the store shrinks and grows again in every burst,
+// with and without a WithMaxKeys flood; a policy.Service reloaded
+// concurrently; and stale or moving clock readings. Requests have mixed
+// weights (AllowN 1 to Limit, probes, and requests that can never pass),
+// and each burst starts all its goroutines together from a closed channel.
 //
 // The oracles are exact. In the phased workloads the fake clock is frozen
 // during each burst and moved only between bursts, and every recorded call
@@ -57,7 +66,10 @@
 // TestSelfTest runs the same harness on deliberately broken limiters kept in
 // the test code (a token bucket publishing with Store instead of CAS, a fixed
 // window that a stale reading resets backwards, a store whose sweeper deletes
-// without checking again) and fails unless the harness catches each;
+// without checking again) and, in builds with -tags admitstress, on
+// sharded.New with a bug planted in its table (table.PlantUnfrozenRebuild:
+// rebuilds that copy each state word without the CAS that freezes it), under
+// the churn workloads, and fails unless the harness catches each;
 // TestReservationSelfTest does the same for a reserver whose cancellation
 // ignores which reservation it is given.
 //
