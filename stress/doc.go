@@ -39,7 +39,8 @@
 // keys are idle, so that the store shrinks and grows again in every burst,
 // with and without a WithMaxKeys flood; a policy.Service reloaded
 // concurrently; and stale or moving clock readings. Requests have mixed
-// weights (AllowN 1 to Limit, probes, and requests that can never pass),
+// weights (AllowN 1 to Limit, probes, and requests that can never pass;
+// every other request for 1 is Allow, which some variants write out apart),
 // and each burst starts all its goroutines together from a closed channel.
 //
 // The oracles are exact. In the phased workloads the fake clock is frozen

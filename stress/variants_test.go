@@ -2,6 +2,7 @@ package stress
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,7 +105,7 @@ func newKeyedSubject(t *testing.T, v variant, rule admit.Rule, clk *stressClock,
 	if err != nil {
 		t.Fatalf("%s.New(%v): %v", v.name, rule, err)
 	}
-	s := subject{name: v.name, allow: lim.AllowN, maxKeys: set.MaxKeys, classify: classifyOne(newSpec(rule))}
+	s := subject{name: v.name, allow: viaAllow(lim.Allow, lim.AllowN), maxKeys: set.MaxKeys, classify: classifyOne(newSpec(rule))}
 	if st, ok := lim.(interface{ Sweep() int }); ok {
 		s.sweep = st.Sweep
 	}
@@ -125,5 +126,22 @@ func newSingleSubject(t *testing.T, v variant, rule admit.Rule, clk *stressClock
 	if err != nil {
 		t.Fatalf("%s.NewLimiter(%v): %v", v.name, rule, err)
 	}
-	return subject{name: v.name, allow: func(_ string, n int) admit.Decision { return lim.AllowN(n) }, classify: classifyOne(newSpec(rule))}
+	allow := viaAllow(func(string) admit.Decision { return lim.Allow() }, func(_ string, n int) admit.Decision { return lim.AllowN(n) })
+	return subject{name: v.name, allow: allow, classify: classifyOne(newSpec(rule))}
+}
+
+// viaAllow returns a subject's allow that sends every other request for 1
+// (in the order the calls reach it, from any goroutine) to allow1, a
+// limiter's Allow, and the rest to allowN, its AllowN. Several variants
+// write Allow out apart from AllowN (the one-token path of atomic's cells
+// and of sharded's token-bucket table), and both must race on the same
+// keys: a request's path is not a function of its key.
+func viaAllow(allow1 func(string) admit.Decision, allowN func(string, int) admit.Decision) func(string, int) admit.Decision {
+	var ones atomic.Uint64
+	return func(key string, n int) admit.Decision {
+		if n == 1 && ones.Add(1)%2 == 0 {
+			return allow1(key)
+		}
+		return allowN(key, n)
+	}
 }
