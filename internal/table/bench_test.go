@@ -41,7 +41,7 @@ func BenchmarkKeyed(b *testing.B) {
 					n := int64(0)
 					for pb.Next() {
 						i++
-						if l.Allow(keys[uint(i*2654435761)%uint(len(keys))]).Allowed {
+						if l.Allow(keys[(uint32(i)*2654435761)%uint32(len(keys))]).Allowed {
 							n++
 						}
 					}
