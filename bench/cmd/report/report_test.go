@@ -124,7 +124,7 @@ func TestGenerate(t *testing.T) {
 		"| keyed, 1,000,000 existing keys, zipf: sharded vs go-limiter | ≥ 1.5× faster |  | not measured |",
 		"| new-key churn: sharded-hashed vs go-limiter | no slower (≥ 1×) |  | not measured |",
 		"| bytes per key, 1,000,000 keys: sharded-hashed | ≤ 24 |  | not measured |",
-		"| allocations per `Allow` on an existing key, every row of admit's in the keyed workload | 0 | 0 on every row of atomic-packed | met |",
+		"| allocations per `Allow` on an existing key, every token-bucket row of admit's in the keyed workload | 0 | 0 on every row of atomic-packed | met |",
 		// instr.txt's keyed section and cache.txt.
 		"| **sharded** | token-bucket | 570 | 480 | sharded.New |",
 		"| base-keyed-clock | 90 | picks a key |",
