@@ -284,3 +284,18 @@ func Settle[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, 
 	delete(*m, id)
 	return true
 }
+
+// Reset forgets the state of the held cell c, whose record is (*m)[id]: it
+// deletes the record (and with it any hold, so that no reservation made
+// before can be cancelled after) and releases c with the zero state, a fresh
+// key's. It reports false, doing nothing, if c is not held. It requires that
+// the caller holds the mutex guarding *m, whose critical section is its
+// linearization point.
+func Reset[V, ID comparable, K any, C Cell[V, K]](k K, c C, m *map[ID]Rec, id ID) bool {
+	if _, held, _ := c.State(k, c.Load()); !held {
+		return false
+	}
+	delete(*m, id)
+	c.Release(k, kernel.TokenBucketState{}) // the zero state fits every cell
+	return true
+}
