@@ -90,3 +90,20 @@ type Store interface {
 	// from a time.Ticker in a goroutine of their own.
 	Sweep() int
 }
+
+// Resetter is implemented by a keyed limiter that can forget a key's state,
+// for example to lift a user's limit by hand after a support call. Every
+// keyed store of packages atomic, locked and sharded implements it; assert
+// it as [Store] is asserted:
+//
+//	lim.(admit.Resetter).Reset(key)
+type Resetter interface {
+	// Reset makes key's state a fresh key's: after Reset returns, the
+	// key's next decision sees a full budget at its own reading. A
+	// decision on key concurrent with Reset is ordered before or after it
+	// (Reset is linearizable), never lost or counted twice. A reservation
+	// made on key before Reset can no longer be cancelled after it: its
+	// hold goes with the state. Reset of a key the limiter does not store
+	// does nothing.
+	Reset(key string)
+}
