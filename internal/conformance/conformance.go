@@ -80,6 +80,7 @@ func Run(t *testing.T, v Variant) {
 			}
 			t.Run("ReserveAsAllow", func(t *testing.T) { testReserveAsAllow(t, v, alg) })
 			t.Run("Cancel", func(t *testing.T) { testCancel(t, v, alg) })
+			t.Run("Reset", func(t *testing.T) { testReset(t, v, alg) })
 			if v.Store != nil {
 				runStore(t, v, alg)
 				runKeys(t, v, alg)
@@ -255,6 +256,9 @@ func (o *kernelOracle[S, K]) Allow(key string, now time.Duration, n int) admit.D
 	}
 	return o.k.Allow(s, now, n)
 }
+
+// forget drops key's state: its next call is a fresh key's.
+func (o *kernelOracle[S, K]) forget(key string) { delete(o.states, key) }
 
 // NewOracle returns the Oracle of rule, which must be valid: every key
 // starts fresh and is never evicted.

@@ -116,3 +116,24 @@ func (l *store[KT, S]) sweepAt(at time.Duration) int {
 	}
 	return total
 }
+
+// reset forgets the key whose map key is mk and whose hash is h: its state
+// and the hold of its reservation, if it has one, so that its next call
+// decides as on a new key and no reservation made before can be cancelled
+// after. The deletion is under the shard's lock, with every call on the
+// key, which is its linearization point. The floor is not raised: the key
+// was not judged fresh, and a new key decides at max(reading, floor)
+// anyway.
+func (l *store[KT, S]) reset(mk KT, h uint64) {
+	sh := &l.shards[h>>l.shift]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s := sh.m[mk]
+	if s == nil {
+		return
+	}
+	sh.drop(mk, s) // deletes by the caller's key: a deletion stores no key
+	if l.maxKeys > 0 {
+		l.keys.Release(1)
+	}
+}

@@ -171,6 +171,9 @@ func (l *fullKeys[S]) AllowN(key string, n int) admit.Decision {
 	return l.allow(key, maphash.String(l.seed, key), n)
 }
 
+// Reset forgets key's state (see store.reset).
+func (l *fullKeys[S]) Reset(key string) { l.reset(key, maphash.String(l.seed, key)) }
+
 // hashedKeys is a store that keeps each key's seeded 64-bit hash instead of
 // the key (WithHashedKeys). The top bits choose the shard and the whole hash
 // is the map key, so two keys share a state only if all 64 bits collide.
@@ -181,6 +184,12 @@ func (l *hashedKeys[S]) Allow(key string) admit.Decision { return l.AllowN(key, 
 func (l *hashedKeys[S]) AllowN(key string, n int) admit.Decision {
 	h := maphash.String(l.seed, key)
 	return l.allow(h, h, n)
+}
+
+// Reset forgets key's state (see store.reset).
+func (l *hashedKeys[S]) Reset(key string) {
+	h := maphash.String(l.seed, key)
+	l.reset(h, h)
 }
 
 // allow decides a request for n on the key whose map key is mk and whose

@@ -5,6 +5,7 @@ import (
 
 	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/held"
+	"github.com/admit-go/admit/internal/hook"
 )
 
 // sweep examines up to limit keys of sh's table, from the shard's cursor
@@ -149,4 +150,41 @@ func (t *Store) sweepAt(at time.Duration) int {
 		sh.mu.Unlock()
 	}
 	return total
+}
+
+// Reset forgets key's state: its next call decides on a fresh state at its
+// own reading, and a reservation made before can no longer be cancelled.
+// It runs under the key's shard's mutex (a rebuild cannot move the slot
+// meanwhile) and swaps the slot's word for the zero word, a fresh key's
+// state in every packing, by CompareAndSwap from the word it loaded: its
+// linearization point. A lock-free call that loaded the word before fails
+// its CAS and decides again on the fresh state; one that published first is
+// ordered before the reset. A held slot (token bucket) is released with the
+// zero state and its record, with any hold, deleted (held.Reset). A key the
+// table does not hold, or a tombstone, is already fresh.
+func (t *Store) Reset(key string) {
+	h, _, _ := t.hash(key)
+	sh := &t.shards[h>>t.shift]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	rk := t.recKey(h, key)
+	tb, i, ok := t.lookup(sh, rk, key)
+	if !ok {
+		return
+	}
+	p := &tb.slot(i)[1]
+	for {
+		w := p.Load()
+		switch w {
+		case t.tomb, 0:
+			return
+		case t.held:
+			held.Reset(t.tb, cell{p}, &sh.holds, rk)
+			return
+		}
+		hook.Between(hook.BeforeCAS)
+		if p.CompareAndSwap(w, 0) {
+			return
+		}
+	}
 }
