@@ -220,6 +220,57 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int) (admit.Decision
 	return l.decision(l.script.Run(ctx, l.client, []string{l.Key(key)}, args...), key, n)
 }
 
+// Reset forgets key's state: once it returns nil, the key's next decision,
+// from this process or any other sharing the server, prefix and rule, sees a
+// fresh state at its own reading. It is one round trip, one UNLINK of
+// [Limiter.Key](key) (a one-line script that runs UNLINK when the client is a
+// redis.Scripter without an Unlink method), and a key never written is not
+// an error. Any key is accepted, as [Limiter.AllowN] accepts it; Reset reads
+// no clock, so it has no reading to refuse.
+//
+// Redis runs one command at a time, and each decision is one script, so a
+// decision concurrent with Reset is ordered wholly before it (its admission
+// is forgotten with the rest of the state) or wholly after it (it decides on
+// a fresh state): never half of each, never lost or counted twice. UNLINK
+// rather than DEL: both remove the key from the keyspace at once, so the
+// ordering is the same, but UNLINK frees a large value (a long sliding log)
+// in a background thread instead of blocking the server while it does; on a
+// small value it is DEL. Neither is refused on a server out of memory.
+//
+// Like AllowN it tells the truth about the network: when Redis does not
+// answer, or ctx ends first, it returns the error, and the state may or may
+// not have been deleted. So [Keyed] has no Reset (it does not implement
+// admit.Resetter, whose Reset returns nothing): a reset that failed would be
+// silent, which is worse than none. Call k.Limiter().Reset(ctx, key) and
+// handle its error. Reset deletes whatever the Redis key holds, a state
+// written under another rule with the same prefix included (which AllowN
+// would refuse to read). Across a failover, asynchronous replication can lose
+// the deletion as it can lose a decision's write: the key's old state then
+// comes back (see docs/redis.md).
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	var err error
+	if c, ok := l.client.(unlinker); ok {
+		err = c.Unlink(ctx, l.Key(key)).Err()
+	} else {
+		err = l.client.Eval(ctx, unlinkScript, []string{l.Key(key)}).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("redisstore: %s, key %q: reset: %w", l.rule, key, err)
+	}
+	return nil
+}
+
+// unlinker is a client that can send UNLINK itself: *redis.Client,
+// *redis.ClusterClient, *redis.Ring.
+type unlinker interface {
+	Unlink(ctx context.Context, keys ...string) *redis.IntCmd
+}
+
+// unlinkScript is Reset's one round trip through a client that offers only
+// redis.Scripter. It is sent with EVAL, never EVALSHA, so that a server that
+// has lost its scripts costs no second round trip.
+const unlinkScript = "return redis.call('UNLINK', KEYS[1])"
+
 // args returns the script's arguments for a request of n at the current
 // reading (a request that can never pass is sent as a probe, n = 0, for
 // the state's ResetAfter).

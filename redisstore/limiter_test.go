@@ -166,8 +166,9 @@ func (s *stubLimiter) AllowN(string, int) admit.Decision {
 
 // countingHook counts the round trips a client makes to run scripts: one
 // per EVAL or EVALSHA command, one per pipeline of them (not the HELLO and
-// CLIENT SETINFO of a new connection).
-type countingHook struct{ cmds atomic.Int64 }
+// CLIENT SETINFO of a new connection). all counts every command and every
+// pipeline, whatever it runs.
+type countingHook struct{ cmds, all atomic.Int64 }
 
 func isScript(cmd redis.Cmder) bool {
 	name := cmd.Name()
@@ -180,6 +181,7 @@ func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if isScript(cmd) {
 			h.cmds.Add(1)
 		}
+		h.all.Add(1)
 		return next(ctx, cmd)
 	}
 }
@@ -188,6 +190,7 @@ func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 		if len(cmds) > 0 && isScript(cmds[0]) {
 			h.cmds.Add(1)
 		}
+		h.all.Add(1)
 		return next(ctx, cmds)
 	}
 }
