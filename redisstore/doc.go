@@ -15,6 +15,9 @@
 // explicit [Policy]: fail closed, fail open or fall back to a local limiter,
 // with a per-call timeout and a circuit breaker, so that while Redis is down
 // calls are decided at once and only one call per Policy.Backoff waits on it.
+// [Limiter.Reset] forgets a key's state in one round trip, and returns an
+// error when Redis does not answer; Keyed has no Reset, which could only fail
+// silently.
 //
 // On a server out of memory under maxmemory-policy noeviction, an admission
 // fails with Redis's OOM error having written nothing: every script reads and
