@@ -113,6 +113,16 @@ func cancelHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointe
 	return held.Cancel(&k.TokenBucket, k, c, &st.m, ptr, ticket, now)
 }
 
+// resetHeld is held.Reset on the cell c, under its stripe's mutex: it drops
+// c's record and releases c with the zero state, or reports false, doing
+// nothing, if c is no longer held (the caller loads it again).
+func resetHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointer) bool {
+	st := k.holds.of(ptr)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return held.Reset(k, c, &st.m, ptr)
+}
+
 // settleHeld is held.Settle on the cell c, under its stripe's mutex: it
 // shows c's hold, if c is held, the reading at, and, if c stays held with
 // no hold (a spilled state) that is fresh at at, raises floor to at and

@@ -105,6 +105,10 @@ type kcell[K any] interface {
 	// evict turns the cell into a tombstone if its value is fresh at reading
 	// at, raising floor to at first; it reports whether it did.
 	evict(k K, at time.Duration, floor *paddedInt64) bool
+	// reset makes the cell's value a fresh state (the zero word, or the nil
+	// snapshot), dropping a held cell's record; it leaves a tombstone as it
+	// is. See keyed.Reset.
+	reset(k K)
 	// key returns the cell's key, the map's own copy.
 	key() string
 	setKey(string)
@@ -231,9 +235,12 @@ type (
 )
 
 var (
-	_ admit.Store = keyedFixedWindow{}
-	_ admit.Store = keyedSlidingCounter{}
-	_ admit.Store = keyedSlidingCounterSnapshot{}
+	_ admit.Store    = keyedFixedWindow{}
+	_ admit.Store    = keyedSlidingCounter{}
+	_ admit.Store    = keyedSlidingCounterSnapshot{}
+	_ admit.Resetter = keyedFixedWindow{}
+	_ admit.Resetter = keyedSlidingCounter{}
+	_ admit.Resetter = keyedSlidingCounterSnapshot{}
 )
 
 // Allow implements [admit.KeyedLimiter]: AllowN(key, 1).
@@ -463,6 +470,24 @@ func (l *keyed[C, PC, K]) scan(r *ring[C], now, at time.Duration, limit int, soo
 		l.unlink(c)
 	}
 	return examined, evicted
+}
+
+// Reset implements [admit.Resetter]. It makes key's cell fresh where it is
+// (kcell.reset): the cell stays in the map, and eviction collects it as it
+// collects any fresh cell. A key not in the map is fresh already.
+//
+// Linearization point: the cell's successful CompareAndSwap to the fresh
+// value (for a held cell, the critical section of its stripe's mutex), or
+// the Load that found the value fresh already. A cell found a tombstone was
+// evicted as fresh, and its key was absent from the map (so fresh) at a
+// moment within the call: when the map returned the cell, if it was a
+// tombstone then, or else when the eviction's CAS buried it; the call
+// linearizes there, and a call that has created the key again since is
+// ordered after it.
+func (l *keyed[C, PC, K]) Reset(key string) {
+	if c, ok := l.m.Load(key); ok {
+		PC(c).reset(l.k)
+	}
 }
 
 // Len implements [admit.Store]. It is xsync's count of the map's entries, which

@@ -46,6 +46,7 @@ type keyedTokenBucket struct {
 var (
 	_ admit.KeyedReserver = keyedTokenBucket{}
 	_ admit.Store         = keyedTokenBucket{}
+	_ admit.Resetter      = keyedTokenBucket{}
 )
 
 // Allow implements [admit.KeyedLimiter]: AllowN(key, 1).

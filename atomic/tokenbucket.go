@@ -211,6 +211,38 @@ func (c *tbCell) evict(k *tbKernel, at time.Duration, floor *paddedInt64) bool {
 	return c.w.CompareAndSwap(old, tbTombstone)
 }
 
+// reset is kcell.reset for a packed bucket: a CAS loop from the word it
+// loads to 0, the zero state (a full bucket); a held cell is reset under
+// its stripe's mutex (resetHeld), which drops its record and with it any
+// hold, so that no reservation made before can be cancelled after.
+//
+// The tempting wrong version checks for the sentinels and then Stores 0: a
+// cell buried between the check and the Store would be resurrected outside
+// the map, an orphan deciding on a second budget, and a cell held meanwhile
+// would be released with its record left behind. The CAS replaces only the
+// state it checked. Linearization point: the successful CompareAndSwap (or
+// resetHeld's critical section); see keyed.Reset for the tombstone.
+func (c *tbCell) reset(k *tbKernel) {
+	for {
+		old := c.w.Load()
+		switch old {
+		case 0:
+			return // fresh already: the Load is the linearization point
+		case tbTombstone:
+			return
+		case tbHeld:
+			if resetHeld(k, c, unsafe.Pointer(c)) {
+				return
+			}
+			continue // released or buried before the mutex: load again
+		}
+		hook.Between(hook.BeforeCAS)
+		if c.w.CompareAndSwap(old, 0) {
+			return
+		}
+	}
+}
+
 // tbSnapCell is one key's token bucket as an immutable snapshot: the
 // single-key [TokenBucketSnapshot]'s state (keyed stores pack every token
 // bucket in a word, tbCell). nil is a full bucket. Each admission publishes a new

@@ -164,6 +164,24 @@ func (c *fwCell) evict(k *fwCodec, at time.Duration, floor *paddedInt64) bool {
 	return c.w.CompareAndSwap(old, ^k.mask)
 }
 
+// reset is kcell.reset for a packed window: a CAS loop from the word it
+// loads to 0, an empty window, leaving the tombstone as it is. A Store of 0
+// after checking for the tombstone would resurrect a cell buried between
+// the two, outside the map (see tbCell.reset). Linearization point: the
+// successful CompareAndSwap, or the Load that found 0.
+func (c *fwCell) reset(k *fwCodec) {
+	for {
+		old := c.w.Load()
+		if old == 0 || old == ^k.mask {
+			return
+		}
+		hook.Between(hook.BeforeCAS)
+		if c.w.CompareAndSwap(old, 0) {
+			return
+		}
+	}
+}
+
 // FixedWindow is a lock-free fixed window for a single key, its count and
 // window index packed into one atomic word, exact over the kernels' whole
 // clock range (±(2^62-1) ns) for every rule: no call allocates or takes a
@@ -375,6 +393,21 @@ func (c *scCell) evict(k *scCodec, at time.Duration, floor *paddedInt64) bool {
 	return c.w.CompareAndSwap(old, ^k.mask)
 }
 
+// reset is fwCell.reset for the packed sliding counter: the zero word is
+// both counts zero, a fresh counter.
+func (c *scCell) reset(k *scCodec) {
+	for {
+		old := c.w.Load()
+		if old == 0 || old == ^k.mask {
+			return
+		}
+		hook.Between(hook.BeforeCAS)
+		if c.w.CompareAndSwap(old, 0) {
+			return
+		}
+	}
+}
+
 // scSnapCell is one key's sliding counter as an immutable snapshot, for
 // rules that do not pack (see scCodec); nil is fresh and scSnapTombstone the keyed
 // store's tombstone. See tbSnapCell for the snapshot discipline.
@@ -446,6 +479,23 @@ func (c *scSnapCell) evict(k *kernel.SlidingCounter, at time.Duration, floor *pa
 	floor.raise(int64(at))
 	hook.Between(hook.BeforeCAS)
 	return c.p.CompareAndSwap(cur, scSnapTombstone)
+}
+
+// reset is fwCell.reset for the snapshot: a CAS loop from the snapshot it
+// loads to nil, a fresh counter, leaving the tombstone as it is. Pointer
+// identity rules out ABA (see tbSnapCell). Linearization point: the
+// successful CompareAndSwap, or the Load that found nil.
+func (c *scSnapCell) reset(*kernel.SlidingCounter) {
+	for {
+		cur := c.p.Load()
+		if cur == nil || cur == scSnapTombstone {
+			return
+		}
+		hook.Between(hook.BeforeCAS)
+		if c.p.CompareAndSwap(cur, nil) {
+			return
+		}
+	}
 }
 
 // slidingCounter is the single-key sliding counter packed in one word, for
