@@ -9,3 +9,8 @@ import "github.com/admit-go/admit/internal/table"
 // the CompareAndSwap that freezes it), which exists only in builds with the
 // tag admitstress.
 func plantUnfrozenRebuild(on bool) { table.PlantUnfrozenRebuild(on) }
+
+// plantLockFreeReset turns on or off the planted lost reset of sharded's
+// table (table.PlantLockFreeReset: a Reset without the shard's mutex that
+// gives up on a tombstone), which exists only with the tag admitstress.
+func plantLockFreeReset(on bool) { table.PlantLockFreeReset(on) }

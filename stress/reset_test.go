@@ -1,0 +1,158 @@
+package stress
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/hook"
+	"github.com/admit-go/admit/sharded"
+)
+
+// The reset workload: one hot key hammered by every goroutine on a frozen
+// clock, so that each of its budgets is spent exactly and never refills; a
+// resetter that, each time the key's budget is spent, resets it; and
+// inserters that create new keys in the same shard (WithShards(1)), so that
+// the store grows (sharded's table is rebuilt, freezing and moving the hot
+// key) while resets race the hammer. Each reset gives exactly one fresh
+// budget, so after R resets exactly (R+1)·Limit admissions pass: more is a
+// reset counted twice or an admission lost to one, fewer a reset lost.
+
+// resetRun is one run of the reset workload on lim: it reports the hot
+// key's admissions and the resets made, or an error naming what the oracle
+// saw.
+func resetRun(lim admit.KeyedLimiter, limit, resets, fresh, hammers int) error {
+	r, ok := lim.(interface{ Reset(string) })
+	if !ok {
+		return errSkip
+	}
+	var admitted atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range hammers {
+		wg.Go(func() {
+			for !stop.Load() {
+				if lim.Allow("hot").Allowed {
+					admitted.Add(1)
+				}
+			}
+		})
+	}
+	for g := range 2 {
+		wg.Go(func() {
+			for i := range fresh {
+				lim.Allow(fmt.Sprintf("new-%d-%05d", g, i))
+			}
+		})
+	}
+	defer func() { stop.Store(true); wg.Wait() }()
+	wait := func(want int64) error {
+		// The hammer spends the budget at once; if it does not within a
+		// second of real time, the budget is not there: a reset was lost.
+		deadline := time.Now().Add(time.Second)
+		for admitted.Load() < want {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("a reset was lost: %d admissions, want %d after %d resets", admitted.Load(), want, want/int64(limit)-1)
+			}
+			time.Sleep(50 * time.Microsecond) // real time only bounds the wait; the oracle counts
+		}
+		return nil
+	}
+	for i := range resets {
+		if err := wait(int64((i + 1) * limit)); err != nil {
+			return err
+		}
+		r.Reset("hot")
+	}
+	if err := wait(int64((resets + 1) * limit)); err != nil {
+		return err
+	}
+	// Let the hammer try again: no budget is left, so nothing may pass.
+	time.Sleep(2 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+	if got, want := admitted.Load(), int64((resets+1)*limit); got != want {
+		return fmt.Errorf("%d admissions after %d resets of a budget of %d: want exactly %d", got, resets, limit, want)
+	}
+	return nil
+}
+
+// errSkip says that a variant has no Reset.
+var errSkip = fmt.Errorf("no Reset")
+
+func resetRules() []ruleCase {
+	return []ruleCase{
+		{"tb", admit.Rule{Algorithm: admit.TokenBucket, Limit: 50, Window: time.Hour}},
+		{"tb-frac", admit.Rule{Algorithm: admit.TokenBucket, Limit: 30, Window: 7 * time.Hour}},
+		{"fw", admit.Rule{Algorithm: admit.FixedWindow, Limit: 50, Window: time.Hour}},
+		{"sl", admit.Rule{Algorithm: admit.SlidingLog, Limit: 50, Window: time.Hour}},
+		{"sc", admit.Rule{Algorithm: admit.SlidingCounter, Limit: 50, Window: time.Hour}},
+	}
+}
+
+// TestResetMidRace runs the reset workload on every keyed variant that
+// offers Reset, full and hashed keys, with the harness's yield points open.
+func TestResetMidRace(t *testing.T) {
+	resets := budget{full: 12, short: 4}.get()
+	fresh := budget{full: 3000, short: 1000}.get()
+	for _, v := range variants {
+		for _, rc := range resetRules() {
+			for _, hashed := range []bool{false, true} {
+				name := fmt.Sprintf("%s/%s/hashed=%v", v.name, rc.name, hashed)
+				t.Run(name, func(t *testing.T) {
+					_, done := widen(uint64(len(name)), 20)
+					defer done()
+					opts := []admit.Option{admit.WithShards(1), admit.WithClock(clock.NewFake())}
+					if hashed {
+						opts = append(opts, admit.WithHashedKeys())
+					}
+					if v.keyed == nil {
+						t.Skip("no keyed limiter")
+					}
+					lim, err := v.keyed(rc.rule, opts...)
+					if err != nil {
+						t.Skipf("%s.New: %v", v.name, err)
+					}
+					if err := resetRun(lim, rc.rule.Limit, resets, fresh, goroutines()/2); err == errSkip {
+						t.Skip("no Reset")
+					} else if err != nil {
+						t.Fatal(err)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestSelfTestLostReset plants a Reset that does its CAS without the
+// shard's mutex and gives up on a tombstone (table.PlantLockFreeReset), and
+// requires the reset workload to catch it: a rebuild freezes the hot key's
+// slot under the reset, which is lost.
+func TestSelfTestLostReset(t *testing.T) {
+	if !hook.Enabled {
+		t.Skip("the planted bug exists only in builds with -tags admitstress")
+	}
+	plantLockFreeReset(true)
+	t.Cleanup(func() { plantLockFreeReset(false) })
+	rule := admit.Rule{Algorithm: admit.TokenBucket, Limit: 20, Window: time.Hour}
+	const trials = 20
+	for trial := 1; trial <= trials; trial++ {
+		_, done := widen(uint64(trial), 200)
+		lim, err := sharded.New(rule, admit.WithShards(1), admit.WithClock(clock.NewFake()))
+		if err != nil {
+			done()
+			t.Fatal(err)
+		}
+		err = resetRun(lim, rule.Limit, 40, 20000, 4)
+		done()
+		if err != nil {
+			t.Logf("caught in trial %d: %v", trial, err)
+			return
+		}
+	}
+	t.Errorf("the reset workload did not catch a lost reset in %d trials", trials)
+}
