@@ -74,6 +74,13 @@
 // TestReservationSelfTest does the same for a reserver whose cancellation
 // ignores which reservation it is given.
 //
+// TestResetMidRace resets a hot key each time its budget is spent, on a
+// frozen clock, while new keys grow its shard (reset_test.go): exactly
+// (resets + 1) × Limit admissions must pass. TestSelfTestLostReset plants a
+// Reset without the shard's mutex (table.PlantLockFreeReset, admitstress
+// builds only), which a rebuild's freeze defeats, and requires the count to
+// catch it.
+//
 // # Reading a failure
 //
 // A failing subtest prints the workload, the seed, the command that replays
