@@ -24,7 +24,8 @@ import (
 // allocates nothing and takes no lock shared by all pairs: it reads an atomic
 // snapshot and lock-free maps, then the pair's limiter decides (under one
 // shard's mutex with the default, sharded). [Service.Reload] swaps in a new
-// book atomically while Checks go on.
+// book atomically while Checks go on; [Service.Reset] gives one pair a fresh
+// budget.
 //
 // # Memory
 //
@@ -215,6 +216,50 @@ func (s *Service) CheckN(user, api string, n int) admit.Decision {
 		return lim.AllowN(user, n)
 	}
 	return snap.def.allowN(api, user, n)
+}
+
+// Reset forgets the state of the pair (user, api) under the rule the
+// current book gives it (see [Book.RuleFor]), as [admit.Resetter] does for a
+// key: the pair's next Check sees a fresh budget at its own reading, a
+// Check of the pair concurrent with Reset is ordered before or after it,
+// never lost or counted twice, and every other pair's budget is untouched,
+// another API's for the same user included. It uses exactly one book, even
+// when it races a Reload; state the pair keeps under another rule (one a
+// Reload may return to) is not reset.
+//
+// A pair whose (rule, API) limiter was never built has nothing to reset,
+// and Reset returns nil. If that limiter has no Reset (one built by a
+// [WithFactory] factory of your own), Reset returns an error wrapping
+// [admit.ErrUnsupported] and resets nothing. Reset builds nothing, and it
+// takes no lock shared by all pairs.
+func (s *Service) Reset(user, api string) error {
+	snap := s.cur.Load()
+	var lim admit.KeyedLimiter
+	if g := snap.users[user]; g != nil {
+		lim = g.built(api)
+	} else if l := snap.apis[api]; l != nil {
+		lim = l
+	} else {
+		lim = snap.def.built(api)
+	}
+	if lim == nil {
+		return nil // never checked under this rule: fresh
+	}
+	r, ok := lim.(admit.Resetter)
+	if !ok {
+		return fmt.Errorf("%w: policy: Service.Reset(%q, %q): the factory's limiter, a %T, has no Reset(key string); build limiters with a variant's New (sharded.New, locked.New, atomic.New), whose stores all have it",
+			admit.ErrUnsupported, user, api, lim)
+	}
+	r.Reset(user)
+	return nil
+}
+
+// built returns the group's limiter for api, or nil if none was built.
+func (g *group) built(api string) admit.KeyedLimiter {
+	if v, ok := g.byAPI.Load(api); ok {
+		return v.(*apiLimiter).lim
+	}
+	return nil
 }
 
 // Book returns the book the Service currently applies. It is a copy of the
