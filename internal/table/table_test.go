@@ -194,3 +194,42 @@ func TestSweepShrinks(t *testing.T) {
 	require.True(t, l.Allow("k1").Allowed)
 	assert.Equal(t, 1, l.Len())
 }
+
+// TestInsertAfterShrink: a new key whose insertion's own sweep shrinks the
+// table (the evictions leave fewer keys than an eighth of the slots) is
+// stored in the new table, not at the spot its lookup found in the old one.
+func TestInsertAfterShrink(t *testing.T) {
+	rule := admit.Rule{Algorithm: admit.TokenBucket, Limit: 1, Window: time.Second}
+	clk := clock.NewFake()
+	l := newTable(t, rule, clk, admit.WithShards(1))
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = "k" + strconv.Itoa(i)
+		require.True(t, l.Allow(keys[i]).Allowed)
+	}
+	slots := table.Slots(l)
+	busy := slots / 8 // after the sweep below, just too many keys to shrink
+	clk.Set(10 * time.Second)
+	for _, k := range keys[:busy] {
+		require.True(t, l.Allow(k).Allowed) // busy until 11 s
+	}
+	clk.Set(10*time.Second + 500*time.Millisecond)
+	require.Equal(t, len(keys)-busy, l.Sweep())
+	require.Equal(t, slots, table.Slots(l), "no shrink yet")
+	// Every key idle: each new key's insertion sweeps a few slots, and the
+	// first eviction shrinks the table under that insertion.
+	clk.Set(20 * time.Second)
+	var added []string
+	for j := 0; table.Slots(l) == slots; j++ {
+		require.Less(t, j, 200, "no insertion shrank the table")
+		k := "new-" + strconv.Itoa(j)
+		require.True(t, l.Allow(k).Allowed, k)
+		added = append(added, k)
+	}
+	for _, k := range added {
+		assert.False(t, l.Allow(k).Allowed, "%s was stored, with its admission", k)
+	}
+	for _, k := range keys[:busy] {
+		assert.True(t, l.Allow(k).Allowed, "%s: a fresh budget", k)
+	}
+}
