@@ -115,11 +115,11 @@ func State(lim admit.KeyedLimiter, key string) any {
 			return l.k.Unpack(w)
 		}
 	case keyedFixedWindow:
-		if c, ok := l.m.Load(key); ok && c.w.Load() != ^l.k.mask {
+		if c, ok := l.m.Load(key); ok && c.w.Load() != l.k.tomb {
 			return l.k.unpack(c.w.Load())
 		}
 	case keyedSlidingCounter:
-		if c, ok := l.m.Load(key); ok && c.w.Load() != ^l.k.mask {
+		if c, ok := l.m.Load(key); ok && c.w.Load() != l.k.tomb {
 			return l.k.unpack(c.w.Load())
 		}
 	case keyedSlidingCounterSnapshot:

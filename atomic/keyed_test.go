@@ -60,12 +60,12 @@ func TestTombstonesAreNoState(t *testing.T) {
 
 		fw := newFWCodec(admit.Rule{Algorithm: admit.FixedWindow, Limit: limit, Window: window})
 		var fs kernel.FixedWindowState
-		if fw.k.Allow(&fs, now, n); fw.pack(fs) == ^fw.mask {
+		if fw.k.Allow(&fs, now, n); fw.pack(fs) == fw.tomb {
 			rt.Fatalf("fixed window %v: packed %+v is the tombstone", fs, fw.pack(fs))
 		}
 		sc, _ := newSCCodec(admit.Rule{Algorithm: admit.SlidingCounter, Limit: limit, Window: window})
 		var ss kernel.SlidingCounterState
-		if sc.k.Allow(&ss, now, n); sc.pack(ss) == ^sc.mask {
+		if sc.k.Allow(&ss, now, n); sc.pack(ss) == sc.tomb {
 			rt.Fatalf("sliding counter %+v: packed is the tombstone", ss)
 		}
 	})

@@ -92,14 +92,14 @@ func TestResetTombstone(t *testing.T) {
 	}
 	fw := newFWCodec(resetRules[2].rule)
 	var f fwCell
-	f.w.Store(^fw.mask)
-	if f.reset(fw); f.w.Load() != ^fw.mask {
+	f.w.Store(fw.tomb)
+	if f.reset(fw); f.w.Load() != fw.tomb {
 		t.Errorf("fixed window: reset replaced the tombstone with %#x", f.w.Load())
 	}
 	sc, _ := newSCCodec(resetRules[3].rule)
 	var s scCell
-	s.w.Store(^sc.mask)
-	if s.reset(sc); s.w.Load() != ^sc.mask {
+	s.w.Store(sc.tomb)
+	if s.reset(sc); s.w.Load() != sc.tomb {
 		t.Errorf("sliding counter: reset replaced the tombstone with %#x", s.w.Load())
 	}
 	var p scSnapCell

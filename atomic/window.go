@@ -2,8 +2,6 @@ package atomic
 
 import (
 	"fmt"
-	"math"
-	"math/bits"
 	satomic "sync/atomic"
 	"time"
 
@@ -14,60 +12,32 @@ import (
 	"github.com/admit-go/admit/internal/kernel"
 )
 
-// fwCodec packs a fixed window's state into one word:
-//
-//	bits[0:cb)   Count, 0..Limit, where cb = bits.Len(Limit) (at most 31)
-//	bits[cb:64)  k - base: the window index k = floor(now/Window) less base,
-//	             the index of the clock range's first window
-//
-// The index is stored whole, as an offset from the first window of the
-// kernels' clock range: readings are clamped to ±(2^62-1) ns, so every index
-// a kernel computes lies in [base, Index(2^62-1)]. A valid rule has Window >=
-// Limit ns >= 2^(cb-1) ns, so that range holds at most 2^(64-cb) windows and
-// every offset fits the word's 64-cb bits (TestFixedWindowBitBudget checks
-// the worst rule of every width). Horizon: none. Any two readings of the
-// clock range, however far apart, restore the same window, so a stale
-// reading is counted against the newest window exactly as the kernel counts
-// it; past the range's ends time stands still. A zero Count is a fresh key
-// whatever the index bits say, so the zero word is an empty window.
-//
-// The tempting alternative, the index modulo 2^(64-cb) restored as the one
-// nearest to the caller's own, fits too but aliases readings more than
-// 2^(63-cb) windows apart, which the clock range allows (2^63 windows of 1ns
-// for fixed-window,1,1ns): a stale reading at one end of the range would see
-// a fresh window and be admitted where the newest reading, at the other end,
-// is denied. The offset is also cheaper to unpack: one shift and one
-// addition, and no reading needed.
+// fwCodec is a fixed window's kernel and its one-word packing
+// (kernel.FixedWindowWord: the count and the window index as an offset from
+// the clock range's first window, exact over the whole range, no horizon),
+// with the keyed store's tombstone: the packing's first spare word, Count 0
+// with every index bit set, which no published state takes.
 type fwCodec struct {
 	k    kernel.FixedWindow
-	cb   uint
-	mask uint64
-	base int64 // the index of the clock range's first window
+	w    kernel.FixedWindowWord
+	tomb uint64
 }
 
 func newFWCodec(rule admit.Rule) *fwCodec {
-	cb := uint(bits.Len(uint(rule.Limit)))
 	k := kernel.NewFixedWindow(rule)
-	return &fwCodec{k: *k, cb: cb, mask: 1<<cb - 1, base: k.Index(math.MinInt64)}
+	w := k.Word()
+	return &fwCodec{k: *k, w: w, tomb: w.Spare(1)}
 }
 
-func (c *fwCodec) pack(s kernel.FixedWindowState) uint64 {
-	return uint64(s.Window-c.base)<<c.cb | uint64(s.Count)
-}
+func (c *fwCodec) pack(s kernel.FixedWindowState) uint64 { return c.w.Pack(s) }
 
 // unpack restores the state from word w.
-func (c *fwCodec) unpack(w uint64) kernel.FixedWindowState {
-	count := w & c.mask
-	if count == 0 {
-		return kernel.FixedWindowState{}
-	}
-	return kernel.FixedWindowState{Window: int64(w>>c.cb) + c.base, Count: int64(count)}
-}
+func (c *fwCodec) unpack(w uint64) kernel.FixedWindowState { return c.w.Unpack(w) }
 
 // fwCell is one key's packed fixed window, with fwCodec's bit map: the
 // single-key [FixedWindow]'s state, and a keyed store's cell (name is the
-// key there). The keyed store's tombstone is ^mask: Count 0 with every index
-// bit set. The cell never publishes a Count of 0 (it publishes only after an
+// key there). The keyed store's tombstone is the codec's tomb: Count 0 with every
+// index bit set. The cell never publishes a Count of 0 (it publishes only after an
 // admission), and its zero word is a fresh key, so no state takes the
 // tombstone's value.
 type fwCell struct {
@@ -114,7 +84,7 @@ func (c *fwCell) decideKeyed(k *fwCodec, now time.Duration, n int, pause func())
 	if pause != nil {
 		pause()
 	}
-	for old != ^k.mask {
+	for old != k.tomb {
 		if v, done := c.try(k, now, n, old); done {
 			return v, true
 		}
@@ -134,7 +104,7 @@ func (c *fwCell) allowOne(k *fwCodec, now time.Duration, pause func()) (kernel.V
 	if pause != nil {
 		pause()
 	}
-	for old != ^k.mask {
+	for old != k.tomb {
 		s := k.unpack(old)
 		v, ok := k.k.AllowOne(&s, now)
 		if !ok {
@@ -152,7 +122,7 @@ func (c *fwCell) allowOne(k *fwCodec, now time.Duration, pause func()) (kernel.V
 // evict is tbCell.evict for a packed window.
 func (c *fwCell) evict(k *fwCodec, at time.Duration, floor *paddedInt64) bool {
 	old := c.w.Load()
-	if old == ^k.mask {
+	if old == k.tomb {
 		return false
 	}
 	s := k.unpack(old)
@@ -161,7 +131,7 @@ func (c *fwCell) evict(k *fwCodec, at time.Duration, floor *paddedInt64) bool {
 	}
 	floor.raise(int64(at))
 	hook.Between(hook.BeforeCAS)
-	return c.w.CompareAndSwap(old, ^k.mask)
+	return c.w.CompareAndSwap(old, k.tomb)
 }
 
 // reset is kcell.reset for a packed window: a CAS loop from the word it
@@ -172,7 +142,7 @@ func (c *fwCell) evict(k *fwCodec, at time.Duration, floor *paddedInt64) bool {
 func (c *fwCell) reset(k *fwCodec) {
 	for {
 		old := c.w.Load()
-		if old == 0 || old == ^k.mask {
+		if old == 0 || old == k.tomb {
 			return
 		}
 		hook.Between(hook.BeforeCAS)
@@ -253,66 +223,38 @@ func (l *FixedWindow) AllowN(n int) (d admit.Decision) {
 	return d
 }
 
-// scCodec packs a sliding counter's state into one word:
-//
-//	bits[0:cb)    Curr, the current window's count (cb = bits.Len(Limit) <= 16)
-//	bits[cb:2cb)  Prev, the previous window's count
-//	bits[2cb:64)  k - base: the current window's index less base, the index
-//	              of the clock range's first window (as for fwCodec)
-//
-// The index is stored whole, as for the fixed window, so the word is exact
-// over the whole clock range, but it has only 64-2cb bits: the range's
-// windows must number at most 2^(64-2cb), which holds exactly when Window >=
-// 2^(2cb-1) ns (524µs for limits up to 1023, 134ms up to 16,383, 2.15s up to
-// 65,535; TestSlidingCounterBitBudget checks both sides of that bound for
-// every width). Horizon: none, because other rules are not packed:
-// newSCCodec reports them, and [New] and [NewLimiter] give them the snapshot
-// (scSnapCell). The index modulo 2^(64-2cb), restored nearest to the
-// caller's, would pack them all but alias readings more than 2^(63-2cb)
-// windows apart: a stale reading at one end of the clock range would be
-// judged in a fresh window, and admitted where the newest reading, at the
-// other end, is denied. Both counts zero is a fresh key, so the zero word is
-// fresh.
+// scCodec is a sliding counter's kernel and its one-word packing
+// (kernel.SlidingCounterWord: both counts and the window index as an offset
+// from the clock range's first window, exact over the whole range for the
+// rules it packs: Limit < 2^16 and Window >= 2^(2cb-1) ns), with the keyed
+// store's tombstone, the packing's first spare word. Other rules are not
+// packed: newSCCodec reports them, and [New] and [NewLimiter] give them the
+// snapshot (scSnapCell).
 type scCodec struct {
 	k    kernel.SlidingCounter
-	cb   uint
-	mask uint64
-	base int64 // the index of the clock range's first window
+	w    kernel.SlidingCounterWord
+	tomb uint64
 }
 
 // maxPackedCounterLimit is the largest Limit whose sliding counter's counts
 // pack.
-const maxPackedCounterLimit = 1<<16 - 1
+const maxPackedCounterLimit = kernel.MaxWordLimit
 
-// newSCCodec returns rule's packing, and whether it packs: whether every
-// window index of the clock range fits the word's index bits. The codec is
-// nil when the counts do not fit (Limit > maxPackedCounterLimit); when only
-// the index does not, it is returned with ok false, and no cell may use it.
+// newSCCodec returns rule's packing, and whether it packs; no cell may use a
+// codec that does not.
 func newSCCodec(rule admit.Rule) (c *scCodec, ok bool) {
-	if rule.Limit > maxPackedCounterLimit {
-		return nil, false
-	}
-	cb := uint(bits.Len(uint(rule.Limit)))
 	k := kernel.NewSlidingCounter(rule)
-	c = &scCodec{k: *k, cb: cb, mask: 1<<cb - 1, base: k.Index(math.MinInt64)}
-	return c, uint64(k.Index(math.MaxInt64)-c.base)>>(64-2*cb) == 0
+	w, ok := k.Word()
+	return &scCodec{k: *k, w: w, tomb: w.Spare(1)}, ok
 }
 
-func (c *scCodec) pack(s kernel.SlidingCounterState) uint64 {
-	return uint64(s.Window-c.base)<<(2*c.cb) | uint64(s.Prev)<<c.cb | uint64(s.Curr)
-}
+func (c *scCodec) pack(s kernel.SlidingCounterState) uint64 { return c.w.Pack(s) }
 
-func (c *scCodec) unpack(w uint64) kernel.SlidingCounterState {
-	curr, prev := w&c.mask, w>>c.cb&c.mask
-	if curr == 0 && prev == 0 {
-		return kernel.SlidingCounterState{}
-	}
-	return kernel.SlidingCounterState{Window: int64(w>>(2*c.cb)) + c.base, Prev: int64(prev), Curr: int64(curr)}
-}
+func (c *scCodec) unpack(w uint64) kernel.SlidingCounterState { return c.w.Unpack(w) }
 
 // scCell is one key's packed sliding counter, with scCodec's bit map, for
-// the single-key limiter and the keyed store. The tombstone is ^mask: Curr 0
-// with every other bit set. The cell publishes only after an admission, when
+// the single-key limiter and the keyed store. The tombstone is the codec's
+// tomb: both counts 0, every index bit set. The cell publishes only after an admission, when
 // Curr >= 1, and its zero word is a fresh key, so no state takes the
 // tombstone's value. See fwCell.try for the CAS loop's reasoning, which is
 // the same.
@@ -347,7 +289,7 @@ func (c *scCell) decideKeyed(k *scCodec, now time.Duration, n int, pause func())
 	if pause != nil {
 		pause()
 	}
-	for old != ^k.mask {
+	for old != k.tomb {
 		if v, done := c.try(k, now, n, old); done {
 			return v, true
 		}
@@ -364,7 +306,7 @@ func (c *scCell) allowOne(k *scCodec, now time.Duration, pause func()) (kernel.V
 	if pause != nil {
 		pause()
 	}
-	for old != ^k.mask {
+	for old != k.tomb {
 		s := k.unpack(old)
 		v, ok := k.k.AllowOne(&s, now)
 		if !ok {
@@ -381,7 +323,7 @@ func (c *scCell) allowOne(k *scCodec, now time.Duration, pause func()) (kernel.V
 
 func (c *scCell) evict(k *scCodec, at time.Duration, floor *paddedInt64) bool {
 	old := c.w.Load()
-	if old == ^k.mask {
+	if old == k.tomb {
 		return false
 	}
 	s := k.unpack(old)
@@ -390,7 +332,7 @@ func (c *scCell) evict(k *scCodec, at time.Duration, floor *paddedInt64) bool {
 	}
 	floor.raise(int64(at))
 	hook.Between(hook.BeforeCAS)
-	return c.w.CompareAndSwap(old, ^k.mask)
+	return c.w.CompareAndSwap(old, k.tomb)
 }
 
 // reset is fwCell.reset for the packed sliding counter: the zero word is
@@ -398,7 +340,7 @@ func (c *scCell) evict(k *scCodec, at time.Duration, floor *paddedInt64) bool {
 func (c *scCell) reset(k *scCodec) {
 	for {
 		old := c.w.Load()
-		if old == 0 || old == ^k.mask {
+		if old == 0 || old == k.tomb {
 			return
 		}
 		hook.Between(hook.BeforeCAS)
