@@ -167,11 +167,9 @@ func (t *Store) Reset(key string) {
 		t.resetLockFree(key) // BUG, planted for the stress self-test
 		return
 	}
-	h, _, _ := t.hash(key)
-	sh := &t.shards[h>>t.shift]
+	sh, rk := t.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	rk := t.recKey(h, key)
 	tb, i, ok := t.lookup(sh, rk, key)
 	if !ok {
 		return

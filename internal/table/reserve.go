@@ -84,11 +84,9 @@ func (r reserver) Allow(key string) (d admit.Decision) {
 func (r reserver) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
 	t := r.Store
 	now := t.clock.Now()
-	h, _, _ := t.hash(key)
-	sh := &t.shards[h>>t.shift]
+	sh, rk := t.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	rk := t.recKey(h, key)
 	tb, i, found := t.lookup(sh, rk, key)
 	if found {
 		if p := &tb.slot(i)[1]; p.Load() != t.tomb {
@@ -122,11 +120,9 @@ func (r reserver) ReserveN(key string, n int, maxWait time.Duration) (admit.Rese
 func (r reserver) CancelReservation(key string, res admit.Reservation) bool {
 	t := r.Store
 	now := t.clock.Now()
-	h, _, _ := t.hash(key)
-	sh := &t.shards[h>>t.shift]
+	sh, rk := t.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	rk := t.recKey(h, key)
 	tb, i, ok := t.lookup(sh, rk, key)
 	if !ok {
 		return false
