@@ -2,6 +2,7 @@ package stress
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,6 +22,7 @@ import (
 // key) while resets race the hammer. Each reset gives exactly one fresh
 // budget, so after R resets exactly (R+1)·Limit admissions pass: more is a
 // reset counted twice or an admission lost to one, fewer a reset lost.
+// Nothing waits on real time: progress is the hammer's attempts.
 
 // resetRun is one run of the reset workload on lim: it reports the hot
 // key's admissions and the resets made, or an error naming what the oracle
@@ -30,7 +32,7 @@ func resetRun(lim admit.KeyedLimiter, limit, resets, fresh, hammers int) error {
 	if !ok {
 		return errSkip
 	}
-	var admitted atomic.Int64
+	var admitted, attempts atomic.Int64
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	for range hammers {
@@ -39,6 +41,7 @@ func resetRun(lim admit.KeyedLimiter, limit, resets, fresh, hammers int) error {
 				if lim.Allow("hot").Allowed {
 					admitted.Add(1)
 				}
+				attempts.Add(1)
 			}
 		})
 	}
@@ -50,15 +53,19 @@ func resetRun(lim admit.KeyedLimiter, limit, resets, fresh, hammers int) error {
 		})
 	}
 	defer func() { stop.Store(true); wg.Wait() }()
+	// wait returns once the hot key has admitted want, or an error once the
+	// hammer has tried patience times more without getting there: on a
+	// frozen clock a budget that is there is spent within a few attempts, so
+	// one that does not come is a lost reset. Progress is counted in the
+	// hammer's attempts, not in time, so a slow machine only waits longer.
+	const patience = 50_000
 	wait := func(want int64) error {
-		// The hammer spends the budget at once; if it does not within a
-		// second of real time, the budget is not there: a reset was lost.
-		deadline := time.Now().Add(time.Second)
+		from := attempts.Load()
 		for admitted.Load() < want {
-			if time.Now().After(deadline) {
+			if attempts.Load()-from > patience {
 				return fmt.Errorf("a reset was lost: %d admissions, want %d after %d resets", admitted.Load(), want, want/int64(limit)-1)
 			}
-			time.Sleep(50 * time.Microsecond) // real time only bounds the wait; the oracle counts
+			runtime.Gosched()
 		}
 		return nil
 	}
@@ -71,8 +78,10 @@ func resetRun(lim admit.KeyedLimiter, limit, resets, fresh, hammers int) error {
 	if err := wait(int64((resets + 1) * limit)); err != nil {
 		return err
 	}
-	// Let the hammer try again: no budget is left, so nothing may pass.
-	time.Sleep(2 * time.Millisecond)
+	// The budget is spent: let the hammer try again, then count.
+	for from := attempts.Load(); attempts.Load()-from < 1000; {
+		runtime.Gosched()
+	}
 	stop.Store(true)
 	wg.Wait()
 	if got, want := admitted.Load(), int64((resets+1)*limit); got != want {

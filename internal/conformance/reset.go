@@ -76,7 +76,7 @@ func testReset(t *testing.T, v Variant, alg admit.Algorithm) {
 		lim, err := v.New(rule, admit.WithClock(fake))
 		require.NoError(t, err)
 		r := lim.(resetter)
-		var admitted, before atomic.Int64
+		var admitted atomic.Int64
 		var once sync.Once
 		var wg sync.WaitGroup
 		for range 4 {
@@ -84,7 +84,7 @@ func testReset(t *testing.T, v Variant, alg admit.Algorithm) {
 				for range 200 {
 					if lim.Allow("hot").Allowed {
 						if n := admitted.Add(1); n == 20 {
-							once.Do(func() { r.Reset("hot"); before.Store(admitted.Load()) })
+							once.Do(func() { r.Reset("hot") })
 						}
 					}
 				}
@@ -94,7 +94,6 @@ func testReset(t *testing.T, v Variant, alg admit.Algorithm) {
 		total := admitted.Load()
 		assert.GreaterOrEqual(t, total, int64(20+40), "the reset gave one fresh budget")
 		assert.LessOrEqual(t, total, int64(40+40), "one reset gives one fresh budget, no more")
-		assert.LessOrEqual(t, before.Load(), int64(40))
 	})
 	t.Run("Differential", func(t *testing.T) {
 		rapid.Check(t, func(rt *rapid.T) {
