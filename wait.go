@@ -208,8 +208,13 @@ type timerPool struct{ p sync.Pool }
 var sleeper = new(timerPool)
 
 // sleep waits for d, or until ctx is done; when both happen at once, the
-// sleep is over (nil).
+// sleep is over (nil). "At once" is judged by the clock, not by which
+// channel the select saw first: a ctx whose deadline is the sleep's end can
+// be done before the timer's channel is ready (synctest fires timers of one
+// instant in no set order), and Stop would then report the timer stopped in
+// time, although its end has come.
 func (tp *timerPool) sleep(ctx context.Context, d time.Duration) error {
+	end := time.Now().Add(d)
 	t, _ := tp.p.Get().(*time.Timer)
 	if t == nil {
 		t = time.NewTimer(d)
@@ -223,7 +228,7 @@ func (tp *timerPool) sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		fired := !t.Stop() // the timer expired too: the sleep is over
 		tp.p.Put(t)
-		if fired {
+		if fired || !time.Now().Before(end) {
 			return nil
 		}
 		return ctx.Err()
