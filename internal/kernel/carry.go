@@ -1,0 +1,185 @@
+package kernel
+
+import (
+	"math"
+	"math/big"
+	"time"
+
+	"github.com/admit-go/admit"
+)
+
+// Carry says what a key's state becomes when its limits change (admit.Carry
+// has the same values).
+type Carry uint8
+
+const (
+	// CarryConsumed: what was consumed stays consumed, clamped to the new
+	// Limit.
+	CarryConsumed Carry = iota + 1
+	// CarryProportional: the same fraction of the budget stays consumed.
+	CarryProportional
+	// CarryNothing: the key starts fresh under the new limits.
+	CarryNothing
+)
+
+// Convert writes to ts (len(ts) == to.Len()) the state under the limits of to
+// that the state fs under the limits of from carries at reading now:
+//
+//   - Each new part takes its consumption from one old part: the first with
+//     the same window and algorithm, else the first with the same window,
+//     else the one whose window is nearest (by ratio). A one-rule change
+//     always carries from the old rule to the new.
+//   - An old part's consumption at now is how many requests' worth of its
+//     budget is in use: a token bucket's debt in tokens (its TAT ahead of now
+//     times Limit/Window, at most Limit), a fixed window's count in the
+//     window holding now, a sliding counter's estimate (the previous
+//     window's count weighted as the kernel weighs it, plus the current
+//     one's), a sliding log's live entries.
+//   - CarryConsumed carries c = min(consumption, new Limit);
+//     CarryProportional c = new Limit × consumption / old Limit (at most the
+//     new Limit); CarryNothing c = 0.
+//   - The new part's state holds c consumed at now, rounded up to whole
+//     requests or nanoseconds (never kinder): a token bucket in debt by
+//     c × Window/Limit from now; a fixed window with count ⌈c⌉ in now's
+//     window; a sliding counter with ⌈c⌉ in now's window and nothing before;
+//     a sliding log with the newest ⌈c⌉ timestamps of an old sliding log
+//     (padded with now when it has fewer), or ⌈c⌉ entries at now.
+//
+// Every carried state is at least as strict as a fresh one, so no strategy
+// lets a key pass more than the new limits allow a fresh key from the moment
+// of the change; CarryConsumed and CarryProportional also keep what the key
+// had spent, so that changing a limit hands no one a fresh burst.
+func Convert(from *Composite, fs []PartState, to *Composite, ts []PartState, now time.Duration, carry Carry) {
+	now = clampTime(now)
+	for j := range ts {
+		ts[j] = PartState{}
+		if carry == CarryNothing {
+			continue
+		}
+		i := from.source(to.limits.At(j))
+		used := from.consumed(i, &fs[i], now)
+		oldLimit := big.NewRat(int64(from.PartLimit(i)), 1)
+		newLimit := big.NewRat(int64(to.PartLimit(j)), 1)
+		c := new(big.Rat)
+		switch carry {
+		case CarryProportional:
+			c.Quo(c.Mul(used, newLimit), oldLimit)
+		default:
+			c.Set(used)
+		}
+		if c.Cmp(newLimit) > 0 {
+			c.Set(newLimit)
+		}
+		if c.Sign() == 0 {
+			continue
+		}
+		to.parts[j].hold(&ts[j], c, now, from.parts[i].sl, &fs[i])
+	}
+}
+
+// source returns the index of the old part a new part with rule r carries
+// from: the first with r's window and algorithm, else the first with r's
+// window, else the one whose window is nearest r's by ratio (the first on a
+// tie). A one-part composite is its own source.
+func (c *Composite) source(r admit.Rule) int {
+	for i := range c.parts {
+		if o := c.limits.At(i); o.Window == r.Window && o.Algorithm == r.Algorithm {
+			return i
+		}
+	}
+	for i := range c.parts {
+		if c.limits.At(i).Window == r.Window {
+			return i
+		}
+	}
+	best, bestScore := 0, math.Inf(1)
+	for i := range c.parts {
+		score := math.Abs(math.Log(float64(c.limits.At(i).Window) / float64(r.Window)))
+		if score < bestScore {
+			best, bestScore = i, score
+		}
+	}
+	return best
+}
+
+// consumed returns how many requests' worth of part i's budget the state s
+// has in use at reading now (see Convert).
+func (c *Composite) consumed(i int, s *PartState, now time.Duration) *big.Rat {
+	p := &c.parts[i]
+	switch {
+	case p.tb != nil:
+		st := s.TB()
+		tat := int64(st.TAT ^ bias)
+		debt := p.tb.debt(tat, st.Frac, int64(now)) // units of 1/W tokens
+		return new(big.Rat).SetFrac(big.NewInt(min(debt, p.tb.capacity)), big.NewInt(p.tb.window))
+	case p.fw != nil:
+		st := s.FW()
+		_, count := p.fw.current(&st, int64(now))
+		return big.NewRat(count, 1)
+	case p.sc != nil:
+		st := s.SC()
+		_, elapsed, prev, curr := p.sc.current(&st, int64(now))
+		w := p.sc.window
+		// prev × (W − elapsed)/W + curr
+		r := new(big.Rat).SetFrac(new(big.Int).Mul(big.NewInt(prev), big.NewInt(w-elapsed)), big.NewInt(w))
+		return r.Add(r, big.NewRat(curr, 1))
+	default:
+		if s.Log == nil {
+			return new(big.Rat)
+		}
+		_, dead := p.sl.scan(s.Log, int64(now))
+		return big.NewRat(int64(s.Log.size-dead), 1)
+	}
+}
+
+// hold writes to *s the state of a part that has c (0 < c <= Limit)
+// requests' worth in use at reading now (see Convert). old and os are the
+// source part's sliding-log kernel (nil if it is not one) and state.
+func (p *part) hold(s *PartState, c *big.Rat, now time.Duration, old *SlidingLog, os *PartState) {
+	whole := ceilRat(c) // 1 <= whole <= Limit
+	switch {
+	case p.tb != nil:
+		// debt c × W/L ns from now, rounded up to a whole nanosecond.
+		d := new(big.Rat).Mul(c, big.NewRat(p.tb.window, p.tb.limit))
+		tat := addSat(int64(now), ceilRat(d))
+		s.SetTB(TokenBucketState{TAT: uint64(tat) ^ bias})
+	case p.fw != nil:
+		s.SetFW(FixedWindowState{Window: p.fw.Index(now), Count: whole})
+	case p.sc != nil:
+		s.SetSC(SlidingCounterState{Window: p.sc.Index(now), Curr: whole})
+	default:
+		l := &Log{ts: make([]time.Duration, p.sl.limit)}
+		var stamps []time.Duration
+		if old != nil && os.Log != nil {
+			_, dead := old.scan(os.Log, int64(now))
+			for k := dead; k < os.Log.size; k++ {
+				stamps = append(stamps, time.Duration(os.Log.at(k)))
+			}
+		}
+		if int64(len(stamps)) > whole {
+			stamps = stamps[int64(len(stamps))-whole:]
+		}
+		eff := now
+		if len(stamps) > 0 {
+			eff = max(eff, stamps[len(stamps)-1])
+		}
+		for int64(len(stamps)) < whole {
+			stamps = append(stamps, eff)
+		}
+		copy(l.ts, stamps)
+		l.size = len(stamps)
+		s.Log = l
+	}
+}
+
+// ceilRat returns ⌈r⌉ for r >= 0, saturating at MaxInt64.
+func ceilRat(r *big.Rat) int64 {
+	q, m := new(big.Int).QuoRem(r.Num(), r.Denom(), new(big.Int))
+	if m.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	if !q.IsInt64() {
+		return math.MaxInt64
+	}
+	return q.Int64()
+}
