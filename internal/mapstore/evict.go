@@ -88,6 +88,9 @@ func (sh *shard[KT, S]) drop(mk KT, s *S) {
 	if len(sh.holds) != 0 {
 		delete(sh.holds, s)
 	}
+	if len(sh.cheld) != 0 {
+		delete(sh.cheld, s)
+	}
 }
 
 // Sweep implements [admit.Store].

@@ -34,17 +34,26 @@ func (p *packedTB) Fresh(s *uint64, now time.Duration) bool {
 // assume that s escapes, so the caller's state would move to the heap, one
 // allocation per call. Here every call is static and s stays on the stack.
 func (l *store[KT, S]) decide(s *S, now time.Duration, n int) admit.Decision {
+	d, _ := l.decideWhich(s, now, n)
+	return d
+}
+
+// decideWhich is decide, and also returns the index of the rule that bound
+// the decision: a composite's (kernel.Composite.Allow), 0 for one rule.
+func (l *store[KT, S]) decideWhich(s *S, now time.Duration, n int) (admit.Decision, int) {
 	switch k := l.kern.(type) {
 	case *packedTB:
-		return k.Allow(any(s).(*uint64), now, n)
+		return k.Allow(any(s).(*uint64), now, n), 0
 	case *kernel.TokenBucket:
-		return k.Allow(any(s).(*kernel.TokenBucketState), now, n)
+		return k.Allow(any(s).(*kernel.TokenBucketState), now, n), 0
 	case *kernel.FixedWindow:
-		return k.Allow(any(s).(*kernel.FixedWindowState), now, n)
+		return k.Allow(any(s).(*kernel.FixedWindowState), now, n), 0
 	case *kernel.SlidingLog:
-		return k.Allow(any(s).(*kernel.Log), now, n)
+		return k.Allow(any(s).(*kernel.Log), now, n), 0
+	case *kernel.Composite:
+		return k.Allow(parts(s), now, n)
 	default:
-		return l.kern.(*kernel.SlidingCounter).Allow(any(s).(*kernel.SlidingCounterState), now, n)
+		return l.kern.(*kernel.SlidingCounter).Allow(any(s).(*kernel.SlidingCounterState), now, n), 0
 	}
 }
 
@@ -60,6 +69,8 @@ func (l *store[KT, S]) fresh(s *S, now time.Duration) bool {
 		return k.Fresh(any(s).(*kernel.FixedWindowState), now)
 	case *kernel.SlidingLog:
 		return k.Fresh(any(s).(*kernel.Log), now)
+	case *kernel.Composite:
+		return k.Fresh(parts(s), now)
 	default:
 		return l.kern.(*kernel.SlidingCounter).Fresh(any(s).(*kernel.SlidingCounterState), now)
 	}

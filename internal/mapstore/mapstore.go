@@ -86,6 +86,7 @@ type shardFields struct {
 	floor time.Duration
 	peak  int
 	holds map[*struct{}]kernel.Hold
+	cheld map[*struct{}]kernel.CompositeHold
 }
 
 // shard is a mutex and the states of the keys that hash to it.
@@ -113,6 +114,10 @@ type shard[KT comparable, S any] struct {
 	// stored key's. Calls of a shard that never had a hold pay one comparison.
 	holds map[*S]kernel.Hold
 
+	// cheld is holds for a composite of token buckets (composite.go), whose
+	// holds are kernel.CompositeHold; it is nil in every other store.
+	cheld map[*S]kernel.CompositeHold
+
 	_ [layout.CacheLinePad - unsafe.Sizeof(shardFields{})]byte
 }
 
@@ -122,13 +127,15 @@ type shard[KT comparable, S any] struct {
 type store[KT comparable, S any] struct {
 	// kern is the kernel for S: *packedTB for uint64, *kernel.TokenBucket,
 	// *kernel.FixedWindow, *kernel.SlidingLog or *kernel.SlidingCounter for
-	// their own states. See decide for why it is not a type parameter.
+	// their own states, *kernel.Composite for an array of kernel.PartState
+	// (composite.go). See decide for why it is not a type parameter.
 	kern    any
-	rule    admit.Rule
+	rule    admit.Rule // the zero Rule in a composite store
 	clock   clock.Clock
 	seed    maphash.Seed
 	shift   uint          // a hash's shard is hash >> shift (64 for one shard: 0)
-	limit   int           // the rule's Limit
+	limit   int           // the rule's Limit; a composite's smallest
+	least   int           // the index of the first rule whose Limit is limit
 	maxKeys int64         // WithMaxKeys, or 0 for no bound
 	horizon time.Duration // the longest a state can take to become fresh
 	clone   func(KT) KT   // our own copy of a caller's map key; nil for hashes
@@ -164,11 +171,13 @@ type fullKeys[S any] struct{ store[string, S] }
 
 func (l *fullKeys[S]) Allow(key string) admit.Decision { return l.AllowN(key, 1) }
 
-// Rule implements [admit.Store].
-func (l *store[KT, S]) Rule() admit.Rule { return l.rule }
+// Rule implements [admit.Store]. It is fullKeys's and hashedKeys's, not
+// store's, so that a composite store (composite.go) has none.
+func (l *fullKeys[S]) Rule() admit.Rule { return l.rule }
 
 func (l *fullKeys[S]) AllowN(key string, n int) admit.Decision {
-	return l.allow(key, maphash.String(l.seed, key), n)
+	d, _ := l.allow(key, maphash.String(l.seed, key), n)
+	return d
 }
 
 // Reset forgets key's state (see store.reset).
@@ -181,9 +190,13 @@ type hashedKeys[S any] struct{ store[uint64, S] }
 
 func (l *hashedKeys[S]) Allow(key string) admit.Decision { return l.AllowN(key, 1) }
 
+// Rule implements [admit.Store].
+func (l *hashedKeys[S]) Rule() admit.Rule { return l.rule }
+
 func (l *hashedKeys[S]) AllowN(key string, n int) admit.Decision {
 	h := maphash.String(l.seed, key)
-	return l.allow(h, h, n)
+	d, _ := l.allow(h, h, n)
+	return d
 }
 
 // Reset forgets key's state (see store.reset).
@@ -193,25 +206,29 @@ func (l *hashedKeys[S]) Reset(key string) {
 }
 
 // allow decides a request for n on the key whose map key is mk and whose
-// hash is h. The whole of it, from lookup to eviction, runs under the
+// hash is h, and returns the decision and the index of the rule that bound
+// it (decideWhich). The whole of it, from lookup to eviction, runs under the
 // shard's lock, so no other call can see or evict the state in between.
-func (l *store[KT, S]) allow(mk KT, h uint64, n int) admit.Decision {
+func (l *store[KT, S]) allow(mk KT, h uint64, n int) (admit.Decision, int) {
 	now := l.clock.Now() // read outside the lock; see shard.floor for stale readings
 	l.paused()
 	sh := &l.shards[h>>l.shift]
 	sh.mu.Lock()
 	s := sh.m[mk]
 	if s == nil {
-		d := l.insert(sh, mk, now, n)
+		d, which := l.insert(sh, mk, now, n)
 		sh.mu.Unlock()
-		return d
+		return d, which
 	}
-	d := l.decide(s, now, n) // in place: the map is not written
+	d, which := l.decideWhich(s, now, n) // in place: the map is not written
 	if len(sh.holds) != 0 {
 		l.showHold(sh, s, now)
 	}
+	if len(sh.cheld) != 0 {
+		l.showCompositeHold(sh, s, now)
+	}
 	sh.mu.Unlock()
-	return d
+	return d, which
 }
 
 // paused calls the stress harness's hook (a no-op in a normal build), then
@@ -224,20 +241,21 @@ func (l *store[KT, S]) paused() {
 }
 
 // insert decides a request for a key that sh does not hold, and stores the
-// key if it admitted something. It requires that sh.mu is held.
-func (l *store[KT, S]) insert(sh *shard[KT, S], mk KT, now time.Duration, n int) admit.Decision {
+// key if it admitted something; it returns the decision and the index of
+// the rule that bound it. It requires that sh.mu is held.
+func (l *store[KT, S]) insert(sh *shard[KT, S], mk KT, now time.Duration, n int) (admit.Decision, int) {
 	now = max(now, sh.floor) // the key may have been evicted as fresh at floor
 	var s S
-	d := l.decide(&s, now, n)
+	d, which := l.decideWhich(&s, now, n)
 	if !d.Allowed || n == 0 {
 		// A probe, or a request that can never pass: nothing to store. (A
 		// fresh state admits every other request.)
-		return d
+		return d, which
 	}
 	if stored, wait := l.add(sh, mk, s, now); stored == nil {
-		return admit.Decision{Limit: l.limit, RetryAfter: wait}
+		return admit.Decision{Limit: l.limit, RetryAfter: wait}, l.least
 	}
-	return d
+	return d, which
 }
 
 // add stores s, the state of a key that sh does not hold, decided at now

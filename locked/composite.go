@@ -1,0 +1,158 @@
+package locked
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/mapstore"
+	"github.com/admit-go/admit/internal/plumb"
+	"github.com/admit-go/admit/internal/reservation"
+)
+
+// NewLimits returns a keyed limiter enforcing limits independently for
+// every key: a request is admitted only if every rule admits it, and then
+// every rule is charged (see [admit.Limits]). For Limits of one rule it
+// returns exactly what [New] returns for that rule. For two rules or more
+// it is an [admit.CompositeStore] and an [admit.Resetter], keeping every
+// rule's state of a key together and deciding them under the key's stripe
+// lock, all or nothing; when every rule is a token bucket it is also an
+// [admit.KeyedReserver], so [admit.WaitKey] paces its waiters. It supports
+// every mix of the four algorithms and the options [New] takes, and, as
+// New, returns an error wrapping [admit.ErrUnsupported] for
+// [admit.WithHashedKeys]. Other errors wrap [admit.ErrInvalidRule] or
+// [admit.ErrInvalidOption].
+func NewLimits(limits admit.Limits, opts ...admit.Option) (admit.KeyedLimiter, error) {
+	if err := limits.Validate(); err != nil {
+		return nil, err // already "admit: invalid …: …"
+	}
+	if limits.Len() == 1 {
+		return New(limits.At(0), opts...)
+	}
+	set, err := plumb.ResolveLimiter("locked", opts)
+	if err != nil {
+		return nil, err // already "admit: invalid …: …"
+	}
+	if set.HashedKeys {
+		return nil, fmt.Errorf("%w: locked.NewLimits: WithHashedKeys; a locked store keeps full keys, use sharded.NewLimits to store hashes", admit.ErrUnsupported)
+	}
+	return mapstore.NewLimits(limits, set), nil
+}
+
+// NewLimitsLimiter returns a limiter enforcing limits for a single key. For
+// Limits of one rule it returns exactly what [NewLimiter] returns for that
+// rule. For two rules or more it is an [admit.CompositeLimiter]: one mutex
+// around the states of all the rules, decided together, all or nothing;
+// when every rule is a token bucket it is also an [admit.Reserver], so
+// [admit.Wait] paces its waiters. It supports every mix of the four
+// algorithms. The error wraps [admit.ErrInvalidRule] or
+// [admit.ErrInvalidOption], or [admit.ErrUnsupported] for the keyed-store
+// options, as NewLimiter's does.
+func NewLimitsLimiter(limits admit.Limits, opts ...admit.Option) (admit.Limiter, error) {
+	if err := limits.Validate(); err != nil {
+		return nil, err // already "admit: invalid …: …"
+	}
+	if limits.Len() == 1 {
+		return NewLimiter(limits.At(0), opts...)
+	}
+	set, err := plumb.ResolveLimiter("locked", opts)
+	if err != nil {
+		return nil, err // already "admit: invalid …: …"
+	}
+	if names := set.StoreOptions(); names != "" {
+		return nil, fmt.Errorf("%w: locked.NewLimitsLimiter: %s shape a keyed store; NewLimitsLimiter guards a single key, use NewLimits", admit.ErrUnsupported, names)
+	}
+	k := kernel.NewComposite(limits)
+	if k.Reservable() {
+		return &compositeTB{composite: composite{k: k, clock: set.Clock}}, nil
+	}
+	return &composite{k: k, clock: set.Clock}, nil
+}
+
+// composite guards one key's composite state with one mutex. A single key
+// has no use for sizing its state to the rules (mapstore does, for many
+// keys): it keeps room for admit.MaxLimits parts and uses the first k.Len().
+type composite struct {
+	mu    sync.Mutex
+	state [admit.MaxLimits]kernel.PartState // guarded by mu
+	k     *kernel.Composite
+	clock clock.Clock
+}
+
+var _ admit.CompositeLimiter = (*composite)(nil)
+
+// Limits returns the rules the limiter enforces.
+func (l *composite) Limits() admit.Limits { return l.k.Limits() }
+
+func (l *composite) Allow() admit.Decision { return l.AllowN(1) }
+
+func (l *composite) AllowN(n int) admit.Decision {
+	d, _ := l.AllowNWhich(n)
+	return d
+}
+
+// AllowNWhich implements [admit.CompositeLimiter].
+func (l *composite) AllowNWhich(n int) (admit.Decision, int) {
+	now := l.clock.Now() // read outside the lock; the kernels clamp a stale reading
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.k.Allow(l.state[:l.k.Len()], now, n)
+}
+
+// compositeTB is the single-key composite of token buckets, which also hands
+// out reservations (admit.Reserver) in every rule at once. Its hold
+// (kernel.CompositeHold) records the latest reservation that can still be
+// cancelled; every call shows it its reading, as tokenBucket's does.
+type compositeTB struct {
+	composite
+	hold kernel.CompositeHold // guarded by mu
+}
+
+var (
+	_ admit.CompositeLimiter = (*compositeTB)(nil)
+	_ admit.Reserver         = (*compositeTB)(nil)
+)
+
+func (l *compositeTB) Allow() admit.Decision { return l.AllowN(1) }
+
+func (l *compositeTB) AllowN(n int) admit.Decision {
+	d, _ := l.AllowNWhich(n)
+	return d
+}
+
+// AllowNWhich implements [admit.CompositeLimiter].
+func (l *compositeTB) AllowNWhich(n int) (admit.Decision, int) {
+	now := l.clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.state[:l.k.Len()]
+	d, which := l.k.Allow(s, now, n)
+	if l.hold.Ticket != 0 && !l.k.Observe(&l.hold, s, now) {
+		l.hold = kernel.CompositeHold{}
+	}
+	return d, which
+}
+
+// ReserveN implements [admit.Reserver].
+func (l *compositeTB) ReserveN(n int, maxWait time.Duration) (admit.Reservation, bool) {
+	now := l.clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d, ok, t := l.k.ReserveHold(l.state[:l.k.Len()], &l.hold, now, n, maxWait)
+	return reservation.New(d, n, t), ok
+}
+
+// CancelReservation implements [admit.Reserver].
+func (l *compositeTB) CancelReservation(r admit.Reservation) bool {
+	now := l.clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ok, drop := l.k.CancelHold(l.state[:l.k.Len()], &l.hold, reservation.Ticket(r), now)
+	if drop {
+		l.hold = kernel.CompositeHold{}
+	}
+	return ok
+}
