@@ -13,6 +13,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/sharded"
 )
 
 // seedRules is the configuration of the design notes' walkthrough.
@@ -140,6 +141,42 @@ func demo(w io.Writer) error {
 	close(start)
 	wg.Wait()
 	fmt.Fprintf(w, "400 calls made, allowed = %d\n", allowed.Load())
+	return composite(w)
+}
+
+// composite is part six: several limits on one key, decided at once.
+func composite(w io.Writer) error {
+	limits, err := admit.ParseLimits("token-bucket,10,1s + fixed-window,30,1m")
+	if err != nil {
+		return err
+	}
+	c := clock.NewFake()
+	lim, err := sharded.NewLimits(limits, admit.WithClock(c))
+	if err != nil {
+		return err
+	}
+	store := lim.(admit.CompositeStore)
+	fmt.Fprintf(w, "\nPart six: 10 per second and 30 per minute on one key (%v).\n", limits)
+	fmt.Fprintln(w, "12 calls at the start of each second; a denial names the limit that bound it.")
+	for sec := range 4 {
+		c.Set(time.Duration(sec) * time.Second)
+		allowed := 0
+		var denied admit.Decision
+		which := -1
+		for range 12 {
+			d, i := store.AllowNWhich("alice", 1)
+			if d.Allowed {
+				allowed++
+			} else if which < 0 {
+				denied, which = d, i
+			}
+		}
+		line := fmt.Sprintf("t=%ds  allowed %2d", sec, allowed)
+		if which >= 0 {
+			line += fmt.Sprintf(", then REJECTED by %v, retryAfter=%v", limits.At(which), denied.RetryAfter)
+		}
+		fmt.Fprintln(w, line)
+	}
 	return nil
 }
 
