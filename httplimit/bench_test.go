@@ -67,6 +67,18 @@ func limiterHandler(rule admit.Rule, opts ...httplimit.Option) func(testing.TB) 
 	}
 }
 
+// compositeHandler is limiterHandler over a composite that no benchmark
+// exhausts: allowAll and a fixed window of a billion a second.
+func compositeHandler(tb testing.TB) http.Handler {
+	limits, err := admit.NewLimits(allowAll, admit.Rule{Algorithm: admit.FixedWindow, Limit: 1_000_000_000, Window: time.Second})
+	require.NoError(tb, err)
+	lim, err := locked.NewLimits(limits, admit.WithClock(clock.System()))
+	require.NoError(tb, err)
+	mw, err := httplimit.New(lim)
+	require.NoError(tb, err)
+	return mw.Handler(noop)
+}
+
 func serviceHandler(tb testing.TB) http.Handler {
 	book, err := policy.Parse(strings.NewReader("default = token-bucket,1000000,1ms\napi./items = token-bucket,1000000,1ms\n"))
 	require.NoError(tb, err)
@@ -91,6 +103,7 @@ func benchCases() []benchCase {
 		{name: "handler=limiter-legacy/key=ipv4/outcome=allow", handler: limiterHandler(allowAll, httplimit.WithLegacyHeaders()), remote: "203.0.113.7:4711"},
 		{name: "handler=limiter/key=ipv4/outcome=deny", handler: limiterHandler(denyAll), remote: "203.0.113.7:4711", status: http.StatusTooManyRequests},
 		{name: "handler=limiter-shadow/key=ipv4/outcome=deny", handler: limiterHandler(denyAll, httplimit.WithShadow(func(*http.Request, httplimit.Denial) {})), remote: "203.0.113.7:4711"},
+		{name: "handler=limiter-composite/key=ipv4/outcome=allow", handler: compositeHandler, remote: "203.0.113.7:4711"},
 		{name: "handler=service/key=ipv4/outcome=allow", handler: serviceHandler, remote: "203.0.113.7:4711"},
 	}
 }
@@ -191,16 +204,17 @@ func TestAllocations(t *testing.T) {
 		t.Skip("the race detector's runtime allocates on its own")
 	}
 	budget := map[string]float64{
-		"handler=none/key=ipv4/outcome=allow":           0,
-		"handler=limiter/key=ipv4/outcome=allow":        2,
-		"handler=limiter/key=ipv6/outcome=allow":        3, // the /64's text
-		"handler=limiter/key=xff/outcome=allow":         2,
-		"handler=limiter/key=header/outcome=allow":      2,
-		"handler=limiter/key=ipv4+route/outcome=allow":  3, // the joined key
-		"handler=limiter-legacy/key=ipv4/outcome=allow": 2,
-		"handler=limiter/key=ipv4/outcome=deny":         2,
-		"handler=limiter-shadow/key=ipv4/outcome=deny":  2,
-		"handler=service/key=ipv4/outcome=allow":        2,
+		"handler=none/key=ipv4/outcome=allow":              0,
+		"handler=limiter/key=ipv4/outcome=allow":           2,
+		"handler=limiter/key=ipv6/outcome=allow":           3, // the /64's text
+		"handler=limiter/key=xff/outcome=allow":            2,
+		"handler=limiter/key=header/outcome=allow":         2,
+		"handler=limiter/key=ipv4+route/outcome=allow":     3, // the joined key
+		"handler=limiter-legacy/key=ipv4/outcome=allow":    2,
+		"handler=limiter/key=ipv4/outcome=deny":            2,
+		"handler=limiter-shadow/key=ipv4/outcome=deny":     2,
+		"handler=limiter-composite/key=ipv4/outcome=allow": 2,
+		"handler=service/key=ipv4/outcome=allow":           2,
 	}
 	for _, bc := range benchCases() {
 		want, ok := budget[bc.name]

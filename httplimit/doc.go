@@ -62,6 +62,31 @@
 // RateLimit-Policy (another limiter), the middleware adds its item as another
 // field line, which the structured-field list syntax joins.
 //
+// # Composite limits
+//
+// Over a store of [admit.Limits] of two or more rules (an
+// [admit.CompositeStore], from the NewLimits of packages atomic, locked and
+// sharded), or a Service entry of such limits, each rule is a policy of its
+// own, named after the quota, a colon and the rule's text, and RateLimit
+// reports the one rule that bound the decision (on an admission the rule
+// with the fewest requests left, on a denial the rule with the longest
+// wait), for "token-bucket,10,1s + fixed-window,1000,1h":
+//
+//	RateLimit-Policy: "default:token-bucket,10,1s";q=10;w=1, "default:fixed-window,1000,1h";q=1000;w=3600
+//	RateLimit: "default:token-bucket,10,1s";r=9;t=1
+//
+// r is the decision's Remaining, the binding rule's. t is computed as for a
+// single rule, for that rule: on a denial its wait, which is the request's
+// (Retry-After says the same); on an admission the wait until that rule is
+// whole again, which the decision bounds but does not carry (its ResetAfter
+// is the wait until every rule is whole), so t is the smaller of that and
+// what the rule's algorithm bounds its own wait by: never less than the
+// exact wait, equal to it when the binding rule is the last to become whole,
+// and within one token's refill for a token bucket. A 429's problem body
+// names the binding rule's policy in "violated-policies":
+// "default:fixed-window,1000,1h". A composite store of one rule is that
+// rule, with a single rule's fields.
+//
 // # Denials
 //
 // A denied request gets 429 Too Many Requests and an application/problem+json

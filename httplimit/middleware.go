@@ -21,8 +21,9 @@ import (
 type Middleware struct {
 	cfg config
 
-	lim   admit.KeyedLimiter // New
-	quota *quota             // New: the one quota
+	lim   admit.KeyedLimiter   // New
+	comp  admit.CompositeStore // New over a composite: lim, asked which rule bound
+	quota *quota               // New: the one quota
 
 	svc   *policy.Service // ForService
 	books atomic.Pointer[bookQuotas]
@@ -43,13 +44,22 @@ type bookQuotas struct {
 
 // New returns a Middleware that limits requests with lim, one budget per key
 // (the client IP unless an option says otherwise). The quota is named
-// "default"; its rule, for the RateLimit-Policy field, is the limiter's own
-// when it has a Rule method (every store of packages atomic, locked and
-// sharded has one, [admit.Store]). [WithPolicy] names the quota and gives
-// its rule, for a limiter without one or to override it.
+// "default" ([WithPolicyName] or [WithPolicy] name it otherwise); its rule,
+// for the RateLimit-Policy field, is the limiter's own when it has a Rule
+// method (every store of packages atomic, locked and sharded has one,
+// [admit.Store]). [WithPolicy] gives the rule, for a limiter without one or
+// to override it.
 //
-// A nil lim, a bad option and options that do not apply to a KeyedLimiter
-// ([WithAPI]) are errors wrapping [admit.ErrInvalidOption].
+// Over an [admit.CompositeStore] (the stores NewLimits returns for two or
+// more rules) each rule is a policy of its own, named after the quota and
+// the rule's text ("default:token-bucket,10,1s"): RateLimit-Policy lists
+// them all, and RateLimit, Retry-After and the problem body report the rule
+// that bound each decision, as AllowNWhich says (see the package doc,
+// "Composite limits").
+//
+// A nil lim, a bad option, options that do not apply to a KeyedLimiter
+// ([WithAPI]) and [WithPolicy] over a composite, whose one rule could not
+// describe it, are errors wrapping [admit.ErrInvalidOption].
 func New(lim admit.KeyedLimiter, opts ...Option) (*Middleware, error) {
 	if lim == nil {
 		return nil, invalid("New(nil, …); pass a KeyedLimiter, such as the one locked.New(rule) returns")
@@ -66,31 +76,49 @@ func New(lim admit.KeyedLimiter, opts ...Option) (*Middleware, error) {
 	if name == "" {
 		name = "default"
 	}
-	if r, ok := lim.(interface{ Rule() admit.Rule }); ok && rule == nil {
-		rr := r.Rule()
-		rule = &rr
+	if cs, ok := lim.(admit.CompositeStore); ok && cs.Limits().Len() > 1 {
+		limits := cs.Limits()
+		if rule != nil {
+			return nil, invalid("WithPolicy(%s, %v) gives one rule, but the limiter enforces the composite %q, whose rules it reports itself; leave WithPolicy out, or name the quota with WithPolicyName(%s)",
+				quote(name), *rule, limits, quote(name))
+		}
+		m.comp = cs
+		m.quota = newLimitsQuota(name, limits)
+		return m, nil
+	}
+	if rule == nil {
+		if r, ok := lim.(interface{ Rule() admit.Rule }); ok {
+			rr := r.Rule()
+			rule = &rr
+		} else if cs, ok := lim.(admit.CompositeStore); ok && cs.Limits().Len() == 1 {
+			rr := cs.Limits().At(0)
+			rule = &rr
+		}
 	}
 	m.quota = newQuota(name, rule)
 	return m, nil
 }
 
 // ForService returns a Middleware that limits requests with svc: each request
-// is checked as svc.Check(key, api), the key being the user (the client IP
-// unless an option says otherwise) and api the route (see [WithAPI]). The
-// quota named in the headers and the problem body is the rule book's entry
-// that applied, as [policy.Book.EntryFor] names it ("default", "api./login",
-// "user.vip-1"), with its Limit as q and its Window as w. A structured-field
-// String holds only printable ASCII, so other bytes of a name are
-// percent-encoded in the headers and the body: "user.jörg" is
-// "user.j%C3%B6rg" there ([Denial.Policy] keeps the name as it is).
+// is checked as svc.CheckNWhich(key, api, 1), the key being the user (the
+// client IP unless an option says otherwise) and api the route (see
+// [WithAPI]). The quota named in the headers and the problem body is the
+// rule book's entry that applied, as [policy.Book.EntryFor] names it
+// ("default", "api./login", "user.vip-1"), with its Limit as q and its
+// Window as w; an entry of composite limits is one policy per rule, named
+// as [New] names them ("api./search:fixed-window,1000,1h"), and the rule
+// that bound the decision is the one reported. A structured-field String
+// holds only printable ASCII, so other bytes of a name are percent-encoded
+// in the headers and the body: "user.jörg" is "user.j%C3%B6rg" there
+// ([Denial.Policy] keeps the name as it is).
 //
 // The quotas of a book are rendered once, when the middleware first sees the
 // book (at ForService, and after each [policy.Service.Reload]). A request
-// racing a Reload may be decided under one book and described with the
-// other's entry.
+// racing a Reload may be decided under one book and named after the other's
+// entry; its numbers are always those of the limits that decided it.
 //
 // A nil svc, a bad option and options that do not apply to a Service
-// ([WithPolicy]) are errors wrapping [admit.ErrInvalidOption].
+// ([WithPolicy], [WithPolicyName]) are errors wrapping [admit.ErrInvalidOption].
 func ForService(svc *policy.Service, opts ...Option) (*Middleware, error) {
 	if svc == nil {
 		return nil, invalid("ForService(nil, …); pass a *policy.Service from policy.NewService")
@@ -99,8 +127,8 @@ func ForService(svc *policy.Service, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.cfg.policyRule != nil {
-		return nil, invalid("WithPolicy applies to New; a Service's quotas are the entries of its rule book")
+	if m.cfg.policyName != "" {
+		return nil, invalid("%s applies to New; a Service's quotas are the entries of its rule book", m.cfg.policyOpt)
 	}
 	if m.cfg.api == nil {
 		m.cfg.api = routeAPI
@@ -189,35 +217,42 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	var d admit.Decision
 	var q *quota
 	var api string
-	if m.svc != nil {
+	which := 0
+	switch {
+	case m.svc != nil:
 		api = c.api(r)
 		book := m.svc.Book()
-		d = m.svc.Check(key, api)
-		q = m.quotaFor(book, key, api)
-	} else {
+		var limits admit.Limits
+		d, limits, which = m.svc.CheckNWhich(key, api, 1)
+		q = m.quotaFor(book, key, api, limits)
+	case m.comp != nil:
+		d, which = m.comp.AllowNWhich(key, 1)
+		q = m.quota
+	default:
 		d = m.lim.Allow(key)
 		q = m.quota
 	}
+	p := q.part(which)
 
 	if d.Allowed {
-		m.setHeaders(w.Header(), q, d, 0)
+		m.setHeaders(w.Header(), q, p, d, 0)
 		next.ServeHTTP(w, r)
 		return
 	}
-	den := Denial{Key: key, API: api, Policy: q.name, Decision: d}
+	den := Denial{Key: key, API: api, Policy: p.name, Decision: d}
 	switch {
 	case c.shadow:
-		m.setHeaders(w.Header(), q, d, 0)
+		m.setHeaders(w.Header(), q, p, d, 0)
 		if c.hook != nil {
 			c.hook(r, den)
 		}
 		next.ServeHTTP(w, r)
 	case c.deny != nil:
-		m.setHeaders(w.Header(), q, d, withRetry)
+		m.setHeaders(w.Header(), q, p, d, withRetry)
 		c.deny(w, r, den)
 	default:
-		m.setHeaders(w.Header(), q, d, withRetry|withProblem)
-		writeProblem(w, q, d)
+		m.setHeaders(w.Header(), q, p, d, withRetry|withProblem)
+		writeProblem(w, p, d)
 	}
 }
 
@@ -243,8 +278,12 @@ func (m *Middleware) unkeyed(w http.ResponseWriter, r *http.Request, next http.H
 	}
 }
 
-// quotaFor returns the quota of the entry of book that applies to (user, api).
-func (m *Middleware) quotaFor(book *policy.Book, user, api string) *quota {
+// quotaFor returns the quota of the entry of book that applies to (user,
+// api), for a decision the Service made under limits. Should a Reload have
+// come between Book and the check, and the entry's limits differ from those,
+// the quota is rendered afresh for limits under the entry's name, so that the
+// numbers and the binding index always match the limits that decided.
+func (m *Middleware) quotaFor(book *policy.Book, user, api string, limits admit.Limits) *quota {
 	bq := m.books.Load()
 	if bq == nil || bq.book != book {
 		bq = m.quotasOf(book)
@@ -259,10 +298,19 @@ func (m *Middleware) quotaFor(book *policy.Book, user, api string) *quota {
 	default:
 		q = bq.def
 	}
-	if q == nil { // not in the book we rendered: cannot happen, but never fail a request on it
-		q = newQuota(e.Key(), &e.Rule)
+	if q == nil || q.limits != limits { // a Reload in between; never fail a request on it
+		q = entryQuota(e.Key(), limits)
 	}
 	return q
+}
+
+// entryQuota renders the quota of a book entry's limits, if valid; the
+// limits of a Service's decision always are.
+func entryQuota(name string, limits admit.Limits) *quota {
+	if limits.Validate() != nil {
+		return newQuota(name, nil)
+	}
+	return newLimitsQuota(name, limits)
 }
 
 // quotasOf renders the quotas of book, once per book: concurrent callers
@@ -275,7 +323,7 @@ func (m *Middleware) quotasOf(book *policy.Book) *bookQuotas {
 	}
 	bq := &bookQuotas{book: book, apis: map[string]*quota{}, users: map[string]*quota{}}
 	for _, e := range book.Rules() {
-		q := newQuota(e.Key(), &e.Rule)
+		q := entryQuota(e.Key(), e.Limits)
 		switch e.Scope {
 		case policy.User:
 			bq.users[e.Name] = q

@@ -28,6 +28,7 @@ type config struct {
 	hook       func(*http.Request, Denial)
 	deny       func(http.ResponseWriter, *http.Request, Denial)
 	legacy     bool
+	policyOpt  string // the option that named the quota, for conflict errors
 	policyName string
 	policyRule *admit.Rule
 	api        func(*http.Request) string
@@ -251,18 +252,46 @@ func WithLegacyHeaders() Option {
 // left out, since a plain KeyedLimiter does not say its window.
 //
 // name is 1 to 64 printable ASCII characters; rule must be valid. It is an
-// error with [ForService], whose rule book names its quotas.
+// error with [ForService], whose rule book names its quotas, with
+// [WithPolicyName], and over an [admit.CompositeStore] of two or more rules,
+// which no one rule describes (name its quota with WithPolicyName).
 func WithPolicy(name string, rule admit.Rule) Option {
 	return func(c *config) error {
-		if name == "" || len(name) > 64 || strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r > 0x7e }) >= 0 {
-			return invalid("WithPolicy(%s): a quota name is 1 to 64 printable ASCII characters, such as \"default\" or \"per-minute\"", quote(name))
+		if err := c.setPolicyName("WithPolicy", name); err != nil {
+			return err
 		}
 		if err := rule.Validate(); err != nil {
 			return fmt.Errorf("httplimit: %w: WithPolicy(%s): %w", admit.ErrInvalidOption, quote(name), err)
 		}
-		c.policyName, c.policyRule = name, &rule
+		c.policyRule = &rule
 		return nil
 	}
+}
+
+// WithPolicyName names the quota of a middleware built by [New] without
+// giving its rule, which stays the limiter's own: for a store of a single
+// rule, WithPolicyName("per-client") sends `"per-client";q=100;w=60`; over
+// an [admit.CompositeStore], the name of each rule's policy starts with it,
+// `"per-client:token-bucket,10,1s";q=10;w=1`. Over a limiter that does not
+// say its rule, it names the RateLimit item and the problem body's quota.
+//
+// name is 1 to 64 printable ASCII characters. It is an error with
+// [ForService], whose rule book names its quotas, and with [WithPolicy],
+// which names the quota too.
+func WithPolicyName(name string) Option {
+	return func(c *config) error { return c.setPolicyName("WithPolicyName", name) }
+}
+
+// setPolicyName checks name as a quota's name and records which option gave it.
+func (c *config) setPolicyName(opt, name string) error {
+	if name == "" || len(name) > 64 || strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r > 0x7e }) >= 0 {
+		return invalid("%s(%s): a quota name is 1 to 64 printable ASCII characters, such as \"default\" or \"per-minute\"", opt, quote(name))
+	}
+	if c.policyOpt != "" && c.policyOpt != opt {
+		return invalid("%s and %s both name the quota; pass one (WithPolicy also gives the rule, WithPolicyName keeps the limiter's)", c.policyOpt, opt)
+	}
+	c.policyOpt, c.policyName = opt, name
+	return nil
 }
 
 // WithAPI makes api name the API of each request for a [ForService]
@@ -311,7 +340,9 @@ type Denial struct {
 	// API is the API name of a Service's request; empty for a KeyedLimiter.
 	API string
 	// Policy is the name of the quota that denied the request, as the headers
-	// name it before escaping: "default", "api./login". Empty when Unkeyed.
+	// name it before escaping: "default", "api./login", or for composite
+	// limits the policy of the rule that denied, "default:fixed-window,1000,1h".
+	// Empty when Unkeyed.
 	Policy string
 	// Decision is the limiter's answer; the zero Decision when Unkeyed.
 	Decision admit.Decision

@@ -1,8 +1,10 @@
 package httplimit
 
 import (
+	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,19 +41,42 @@ const badRequestBody = `{"type":"about:blank","title":"Bad Request","status":400
 const problemEnd = `s."}`
 
 // quota is one policy as the middleware renders it, built once: for a
-// KeyedLimiter when the Middleware is built, for a Service once per rule of
+// KeyedLimiter when the Middleware is built, for a Service once per entry of
 // each book. It is immutable.
+//
+// A composite (Limits of two or more rules) is one quota whose parts are the
+// quotas of its rules, in order, each named after the composite and its
+// rule: "default:token-bucket,10,1s". RateLimit-Policy lists every part; the
+// RateLimit item, Retry-After and the problem body are the part of the rule
+// that bound the decision (see [quota.part]).
 type quota struct {
-	// name is the policy's name as given: "default", "api./login".
+	// name is the policy's name as given: "default", "api./login",
+	// "default:fixed-window,1000,1h" for a composite's part.
 	name string
-	// policy is the whole RateLimit-Policy value, such as `"default";q=100;w=60`,
-	// or "" when the window is unknown (New without WithPolicy).
+	// policy is the whole RateLimit-Policy value, such as `"default";q=100;w=60`
+	// (for a composite, every part's item, joined by ", "), or "" when the
+	// window is unknown (New without WithPolicy over a limiter that does not
+	// say its rule).
 	policy string
 	// item is the start of the RateLimit value: `"default";r=`.
 	item string
 	// problem is the 429 problem body up to the retry seconds.
 	problem string
+	// limits is what a Service's quota describes, compared with the limits
+	// the Service decided under; the zero Limits for New's quota.
+	limits admit.Limits
+	// parts is a composite's quotas, one per rule of its Limits; nil for a
+	// single rule.
+	parts []*quota
+	// rule is the rule of a composite's part, which its t needs; the zero
+	// Rule for a quota that is not a part.
+	rule admit.Rule
 }
+
+// partSeparator joins a composite's name and a rule's text in the name of
+// the rule's part: "default" and "fixed-window,1000,1h" make
+// "default:fixed-window,1000,1h".
+const partSeparator = ":"
 
 // newQuota renders the quota named name; rule is nil when the window is not
 // known, which leaves out the RateLimit-Policy field.
@@ -70,6 +95,49 @@ func newQuota(name string, rule *admit.Rule) *quota {
 	q.problem = `{"type":"` + ProblemType + `","title":"Quota Exceeded","status":429,` +
 		`"violated-policies":[` + sf + `],"detail":"Too many requests; retry in `
 	return q
+}
+
+// newLimitsQuota renders the quota named name for limits, which must be
+// valid: for one rule exactly newQuota's, for a composite one part per rule.
+// A part is named name, partSeparator and the rule's canonical text, a name
+// that differs between the parts of one composite since [admit.NewLimits]
+// refuses a repeated rule, and that stays the same as long as the rule does.
+// The composite's own item and problem, under name, serve only an index no
+// part has (see part).
+func newLimitsQuota(name string, limits admit.Limits) *quota {
+	if limits.Len() == 1 {
+		r := limits.At(0)
+		q := newQuota(name, &r)
+		q.limits = limits
+		return q
+	}
+	q := newQuota(name, nil)
+	q.limits = limits
+	q.parts = make([]*quota, limits.Len())
+	var b strings.Builder
+	for i := range q.parts {
+		r := limits.At(i)
+		p := newQuota(name+partSeparator+r.String(), &r)
+		p.rule = r
+		q.parts[i] = p
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(p.policy)
+	}
+	q.policy = b.String()
+	return q
+}
+
+// part returns the quota a response reports for a decision that the rule
+// which bound: q itself for a single rule, else that rule's part. An index
+// out of range (from a CompositeStore of someone else's) reports under q,
+// whose name no RateLimit-Policy item carries, rather than fail the request.
+func (q *quota) part(which int) *quota {
+	if q.parts == nil || which < 0 || which >= len(q.parts) {
+		return q
+	}
+	return q.parts[which]
 }
 
 // appendSFString appends name as a structured-field String (RFC 9651,
@@ -115,14 +183,54 @@ func retrySeconds(d admit.Decision) int64 { return max(1, ceilSeconds(d.RetryAft
 // at least 1 (the draft wants a positive integer).
 func windowSeconds(w time.Duration) int64 { return max(1, ceilSeconds(w)) }
 
-// resetSeconds is the t parameter (and X-RateLimit-Reset) of a decision: when
-// denied, the wait until this request would pass; when admitted, the wait
-// until the quota is whole again.
-func resetSeconds(d admit.Decision) int64 {
-	if d.Allowed {
-		return ceilSeconds(d.ResetAfter)
+// resetSeconds is the t parameter (and X-RateLimit-Reset) of a decision
+// reported under q: when denied, the wait until this request would pass;
+// when admitted, the wait until the quota is whole again, which for a
+// composite's part is untilWhole's.
+func (q *quota) resetSeconds(d admit.Decision) int64 {
+	if !d.Allowed {
+		return retrySeconds(d)
 	}
-	return retrySeconds(d)
+	if q.rule.Limit > 0 {
+		return ceilSeconds(untilWhole(q.rule, d))
+	}
+	return ceilSeconds(d.ResetAfter)
+}
+
+// untilWhole returns the wait until rule is whole again (a full bucket, an
+// empty window) after an admission d of a composite that rule bound, as
+// closely as d tells it. d carries the binding rule's Remaining but the
+// composite's ResetAfter, the wait until every rule is whole, which is the
+// binding rule's own only when that rule is the last to become whole (a
+// long window bound by it, typically). So the wait is the smaller of that
+// and what the rule's algorithm bounds its own wait by:
+//
+//   - a token bucket with Remaining r holds at least r whole tokens, so it
+//     lacks at most Limit−r, each refilled in Window/Limit: the bound is
+//     within one token's refill of the bucket's exact wait;
+//   - a fixed window ends, and every entry of a sliding log expires, within
+//     Window;
+//   - a sliding counter's current window weighs on the next one too:
+//     2×Window.
+//
+// Both are upper bounds of the exact wait, never below it, so a client that
+// waits t seconds finds the limit whole. TestUntilWholeBound checks that
+// against the kernels.
+func untilWhole(rule admit.Rule, d admit.Decision) time.Duration {
+	bound := rule.Window
+	switch rule.Algorithm {
+	case admit.TokenBucket:
+		// lack×Window <= Limit×Window <= admit.MaxLimitTimesWindow: no overflow.
+		lack := int64(min(max(rule.Limit-d.Remaining, 0), rule.Limit))
+		units, l := lack*int64(rule.Window), int64(rule.Limit)
+		bound = time.Duration(units / l)
+		if units%l != 0 {
+			bound++
+		}
+	case admit.SlidingCounter:
+		bound = time.Duration(min(uint64(rule.Window)*2, math.MaxInt64))
+	}
+	return min(d.ResetAfter, bound)
 }
 
 // Which optional fields setHeaders writes.
@@ -132,7 +240,9 @@ const (
 )
 
 // setHeaders sets the rate-limit fields for d under q on h, with the extra
-// fields of flags.
+// fields of flags: RateLimit-Policy lists q (every part of a composite), and
+// RateLimit reports d under p, q's part that bound d (q itself for a single
+// rule).
 //
 // Every dynamic value is rendered into one stack buffer and converted to a
 // single string, which the values then share as substrings; every field gets
@@ -141,10 +251,10 @@ const (
 // 256-byte buffer, which takes a quota name of some 200 bytes). Each slice
 // has capacity one, so appending to one field copies it rather than
 // overwriting the next (as [http.Header.Clone] shares one backing array).
-func (m *Middleware) setHeaders(h http.Header, q *quota, d admit.Decision, flags int) {
-	reset := resetSeconds(d)
+func (m *Middleware) setHeaders(h http.Header, q, p *quota, d admit.Decision, flags int) {
+	reset := p.resetSeconds(d)
 	var buf [256]byte
-	b := append(buf[:0], q.item...)
+	b := append(buf[:0], p.item...)
 	b = strconv.AppendInt(b, int64(max(0, d.Remaining)), 10)
 	b = append(b, ";t="...)
 	b = strconv.AppendInt(b, reset, 10)
@@ -228,8 +338,8 @@ func (f *fields) add(key, v string) {
 // allocate either.
 var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
-// writeProblem writes the 429 response of an enforced denial under q; the
-// headers are already set.
+// writeProblem writes the 429 response of an enforced denial under q (for a
+// composite, the part that denied); the headers are already set.
 func writeProblem(w http.ResponseWriter, q *quota, d admit.Decision) {
 	bp := bodyPool.Get().(*[]byte)
 	b := append((*bp)[:0], q.problem...)
