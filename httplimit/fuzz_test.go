@@ -1,10 +1,15 @@
 package httplimit_test
 
 import (
+	"encoding/json"
+	"errors"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"testing"
+	"time"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/httplimit"
 )
 
@@ -67,6 +72,78 @@ func FuzzClientKey(f *testing.F) {
 			if trustedPeer := err == nil && trusted.Contains(peer); !trustedPeer && key != peerKey {
 				t.Fatalf("untrusted peer %q keyed as %q from its headers", remote, key)
 			}
+		}
+	})
+}
+
+// FuzzCompositeHeaders feeds arbitrary limits, quota names and decisions
+// (with any binding index, in range or not) of a CompositeStore to the
+// middleware, and checks that it never panics, that both fields parse as
+// structured-field lists, that RateLimit reports one item, named as one of
+// RateLimit-Policy's items when the index is a rule's, with t equal to
+// Retry-After on a denial, and that the problem body is JSON naming the same
+// policy.
+func FuzzCompositeHeaders(f *testing.F) {
+	f.Add("token-bucket,10,1s + fixed-window,30,1m", "default", 1, false, 0, int64(time.Second), int64(time.Minute))
+	f.Add("sliding-log,5,1500ms + sliding-counter,7,2s + token-bucket,1,1ms", `a "b" \c`, 0, true, 3, int64(0), int64(1))
+	f.Add("fixed-window,1,1h + fixed-window,2,1h", "x", 7, false, -1, int64(admit.Never), int64(-5))
+	f.Add("token-bucket,3,10s", "default", 0, true, 2, int64(0), int64(admit.Never))
+	f.Fuzz(func(t *testing.T, text, name string, which int, allowed bool, remaining int, retry, reset int64) {
+		limits, err := admit.ParseLimits(text)
+		if err != nil {
+			return
+		}
+		store := &whichStore{limits: limits, which: which, d: admit.Decision{
+			Allowed: allowed, Limit: limits.Limit(), Remaining: remaining,
+			RetryAfter: time.Duration(retry), ResetAfter: time.Duration(reset),
+		}}
+		mw, err := httplimit.New(store, httplimit.WithPolicyName(name), httplimit.WithLegacyHeaders())
+		if err != nil {
+			if !errors.Is(err, admit.ErrInvalidOption) {
+				t.Fatalf("New: %v, not an ErrInvalidOption", err)
+			}
+			return
+		}
+		w := serve(mw.Handler(ok), request("192.0.2.1:1", "/"))
+		res := w.Result()
+		policies, err := parseSFList(res.Header["Ratelimit-Policy"])
+		if err != nil {
+			t.Fatalf("RateLimit-Policy %q: %v", res.Header["Ratelimit-Policy"], err)
+		}
+		if len(policies) != limits.Len() {
+			t.Fatalf("RateLimit-Policy %q: %d items for %d rules", res.Header["Ratelimit-Policy"], len(policies), limits.Len())
+		}
+		items, err := parseSFList(res.Header["Ratelimit"])
+		if err != nil || len(items) != 1 {
+			t.Fatalf("RateLimit %q: %d items, %v", res.Header["Ratelimit"], len(items), err)
+		}
+		if r, ok := items[0].param("r").(int64); !ok || r < 0 {
+			t.Fatalf("RateLimit %q: r is not a non-negative Integer", res.Header["Ratelimit"])
+		}
+		tSec, ok := items[0].param("t").(int64)
+		if !ok || tSec < 0 {
+			t.Fatalf("RateLimit %q: t is not a non-negative Integer", res.Header["Ratelimit"])
+		}
+		if limits.Len() > 1 && which >= 0 && which < limits.Len() && items[0].Value != policies[which].Value {
+			t.Fatalf("RateLimit %q does not name rule %d of RateLimit-Policy %q", res.Header["Ratelimit"], which, res.Header["Ratelimit-Policy"])
+		}
+		if res.Header.Get("X-RateLimit-Reset") != strconv.FormatInt(tSec, 10) {
+			t.Fatalf("X-RateLimit-Reset %q, t=%d", res.Header.Get("X-RateLimit-Reset"), tSec)
+		}
+		if allowed {
+			return
+		}
+		if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") != strconv.FormatInt(tSec, 10) || tSec < 1 {
+			t.Fatalf("denied: status %d, Retry-After %q, t=%d", res.StatusCode, res.Header.Get("Retry-After"), tSec)
+		}
+		var body struct {
+			Violated []string `json:"violated-policies"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+			t.Fatalf("problem body %s: %v", w.Body, err)
+		}
+		if len(body.Violated) != 1 || body.Violated[0] != items[0].Value {
+			t.Fatalf("problem body names %q, RateLimit %q", body.Violated, items[0].Value)
 		}
 	})
 }
