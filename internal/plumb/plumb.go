@@ -30,6 +30,9 @@ type Settings struct {
 	// Factory is policy.WithFactory's, a policy.Factory; nil for none. Only
 	// policy.NewService reads it; every other constructor refuses it.
 	Factory any
+	// LimitsFactory is policy.WithLimitsFactory's, a policy.LimitsFactory;
+	// nil for none. Like Factory, only policy.NewService reads it.
+	LimitsFactory any
 }
 
 // DefaultShards is four shards per processor (runtime.GOMAXPROCS at the time
@@ -102,12 +105,16 @@ func Resolve[O any](opts []O) (Settings, error) {
 var ErrUnsupported error
 
 // ResolveLimiter is Resolve for the constructors of package pkg (a variant):
-// policy.WithFactory, which only policy.NewService reads, is an error there,
-// never silently ignored.
+// policy.WithFactory and policy.WithLimitsFactory, which only
+// policy.NewService reads, are errors there, never silently ignored.
 func ResolveLimiter[O any](pkg string, opts []O) (Settings, error) {
 	s, err := Resolve(opts)
-	if err == nil && s.Factory != nil {
+	switch {
+	case err != nil:
+	case s.Factory != nil:
 		err = fmt.Errorf("%w: policy.WithFactory chooses the variant of a policy.Service's limiters; pass it to policy.NewService, not to %s's constructors", ErrUnsupported, pkg)
+	case s.LimitsFactory != nil:
+		err = fmt.Errorf("%w: policy.WithLimitsFactory chooses the variant of a policy.Service's composite limiters; pass it to policy.NewService, not to %s's constructors", ErrUnsupported, pkg)
 	}
 	return s, err
 }
