@@ -30,8 +30,8 @@ const (
 	// MaxJSONBytes is the largest JSON rule book.
 	MaxJSONBytes = 8 << 20
 
-	// MaxRules is the most rules a JSON rule book may hold (the properties
-	// format is bounded by MaxLines).
+	// MaxRules is the most entries a JSON rule book may hold, a composite
+	// counting once (the properties format is bounded by MaxLines).
 	MaxRules = 100_000
 
 	// MaxNameBytes is the longest user or API name.
@@ -64,12 +64,30 @@ func (s Scope) String() string {
 	return "Scope(" + strconv.Itoa(int(s)) + ")"
 }
 
-// Entry is one rule of a [Book]: the rule for the user or the API Name, or the
-// default rule (Scope Default, empty Name).
+// Entry is one entry of a [Book]: the limits for the user or the API Name,
+// or the default limits (Scope Default, empty Name).
 type Entry struct {
 	Scope Scope
 	Name  string
-	Rule  admit.Rule
+
+	// Limits is what the entry enforces: one rule, or a composite of two or
+	// more rules that all apply at once (see [admit.Limits]). It is set in
+	// every Entry a Book returns.
+	Limits admit.Limits
+
+	// Rule is the entry's rule when Limits holds one rule (Limits.At(0)),
+	// and the zero Rule when Limits is a composite, which no single rule
+	// describes: read Limits to handle both.
+	Rule admit.Rule
+}
+
+// entry returns the Entry of scope s and name for l, its Rule filled in.
+func entry(s Scope, name string, l admit.Limits) Entry {
+	e := Entry{Scope: s, Name: name, Limits: l}
+	if l.Len() == 1 {
+		e.Rule = l.At(0)
+	}
+	return e
 }
 
 // Key returns the entry's name as the properties format writes it: "default",
@@ -82,69 +100,84 @@ func (e Entry) Key() string {
 }
 
 // String returns the entry as a line of the properties format, such as
-// "api./login = fixed-window,2,10s".
-func (e Entry) String() string { return e.Key() + " = " + e.Rule.String() }
+// "api./login = fixed-window,2,10s" or, for a composite,
+// "api./search = token-bucket,10,1s + fixed-window,1000,1h".
+func (e Entry) String() string { return e.Key() + " = " + e.Limits.String() }
 
-// Book is an immutable rule book: a default rule, and optional rules for
-// particular APIs and particular users. [Book.RuleFor] answers which rule
-// applies to a request, the most specific one winning: the user's rule, else
-// the API's rule, else the default.
+// Book is an immutable rule book: default limits, and optional limits for
+// particular APIs and particular users, each one rule or a composite of
+// several (see [admit.Limits]). [Book.LimitsFor] answers which limits apply
+// to a request, the most specific entry winning: the user's, else the API's,
+// else the default.
 //
 // Books come from [Parse], [ParseJSON] or [Load], which accept only valid
-// books: every rule passes [admit.Rule.Validate], every name is well formed,
-// and the default rule is present. A Book is safe for concurrent use and is
+// books: all limits pass [admit.Limits.Validate], every name is well formed,
+// and the default is present. A Book is safe for concurrent use and is
 // never modified, with one exception: [Book.UnmarshalJSON] replaces the
 // contents of the Book it is called on, so unmarshal only into a new Book.
-// The zero Book has no default rule; a [Service] rejects it.
+// The zero Book has no default; a [Service] rejects it.
 type Book struct {
-	def   admit.Rule
-	apis  map[string]admit.Rule
-	users map[string]admit.Rule
+	def   admit.Limits
+	apis  map[string]admit.Limits
+	users map[string]admit.Limits
 }
 
-// RuleFor returns the rule for a request from user to api: user's rule if the
-// book has one, else api's rule if it has one, else the default rule. A user
-// rule applies to that user on every API (the [Service] still keeps a separate
-// budget for each API); an API rule applies to every user without a rule of
-// their own.
+// LimitsFor returns the limits for a request from user to api: user's
+// limits if the book has an entry for user, else api's if it has one for
+// api, else the default. A user entry applies to that user on every API (the
+// [Service] still keeps a separate budget for each API); an API entry
+// applies to every user without an entry of their own.
+func (b *Book) LimitsFor(user, api string) admit.Limits { return b.EntryFor(user, api).Limits }
+
+// RuleFor is [Book.LimitsFor] for a book of single rules: it returns the
+// rule of the entry that applies, and the zero Rule if that entry is a
+// composite (two or more rules, which no single rule describes). Use
+// LimitsFor when the book may hold composites.
 func (b *Book) RuleFor(user, api string) admit.Rule { return b.EntryFor(user, api).Rule }
 
-// EntryFor is [Book.RuleFor] that also says which entry of the book matched,
-// which is what a log line or a debugging tool wants to show.
+// EntryFor is [Book.LimitsFor] that also says which entry of the book
+// matched, which is what a log line or a debugging tool wants to show.
 func (b *Book) EntryFor(user, api string) Entry {
-	if r, ok := b.users[user]; ok {
-		return Entry{Scope: User, Name: user, Rule: r}
+	if l, ok := b.users[user]; ok {
+		return entry(User, user, l)
 	}
-	if r, ok := b.apis[api]; ok {
-		return Entry{Scope: API, Name: api, Rule: r}
+	if l, ok := b.apis[api]; ok {
+		return entry(API, api, l)
 	}
-	return Entry{Scope: Default, Rule: b.def}
+	return entry(Default, "", b.def)
 }
 
-// Default returns the default rule.
-func (b *Book) Default() admit.Rule { return b.def }
+// Default returns the default rule, or the zero Rule if the default is a
+// composite; [Book.DefaultLimits] returns it in both cases.
+func (b *Book) Default() admit.Rule { return entry(Default, "", b.def).Rule }
 
-// Len returns the number of rules in the book, the default included.
+// DefaultLimits returns the default limits: the limits of the requests that
+// match no user or API entry.
+func (b *Book) DefaultLimits() admit.Limits { return b.def }
+
+// Len returns the number of entries in the book, the default included; a
+// composite counts once.
 func (b *Book) Len() int { return 1 + len(b.apis) + len(b.users) }
 
-// Rules lists the book's rules in canonical order: the default first, then
-// the API rules and then the user rules, each sorted by name.
+// Rules lists the book's entries in canonical order: the default first,
+// then the API entries and then the user entries, each sorted by name.
 func (b *Book) Rules() []Entry {
 	out := make([]Entry, 0, b.Len())
-	out = append(out, Entry{Scope: Default, Rule: b.def})
+	out = append(out, entry(Default, "", b.def))
 	for _, name := range slices.Sorted(maps.Keys(b.apis)) {
-		out = append(out, Entry{Scope: API, Name: name, Rule: b.apis[name]})
+		out = append(out, entry(API, name, b.apis[name]))
 	}
 	for _, name := range slices.Sorted(maps.Keys(b.users)) {
-		out = append(out, Entry{Scope: User, Name: name, Rule: b.users[name]})
+		out = append(out, entry(User, name, b.users[name]))
 	}
 	return out
 }
 
 // String returns the book in the properties format, canonically: one
-// "name = rule" line per rule in the order of [Book.Rules], each rule in the
-// canonical text of [admit.Rule.String]. Parse(strings.NewReader(b.String()))
-// returns a book equal to b.
+// "name = limits" line per entry in the order of [Book.Rules], each in the
+// canonical text of [admit.Limits.String] (a single rule's is
+// [admit.Rule.String]'s). Parse(strings.NewReader(b.String())) returns a
+// book equal to b.
 func (b *Book) String() string {
 	var sb strings.Builder
 	for _, e := range b.Rules() {
@@ -162,11 +195,11 @@ func (b *Book) clone() *Book {
 // validate checks what Parse, ParseJSON and Load guarantee, for a Book that
 // may have been built otherwise (the zero Book).
 func (b *Book) validate() error {
+	if b.def.Len() == 0 {
+		return fmt.Errorf("the book has no default rule; build it with Parse, ParseJSON or Load: %w", admit.ErrInvalidRule)
+	}
 	for _, e := range b.Rules() {
-		if err := e.Rule.Validate(); err != nil {
-			if e.Scope == Default && e.Rule == (admit.Rule{}) {
-				return fmt.Errorf("the book has no default rule; build it with Parse, ParseJSON or Load: %w", err)
-			}
+		if err := e.Limits.Validate(); err != nil {
 			return fmt.Errorf("%s: %w", e.Key(), err)
 		}
 	}
@@ -182,10 +215,10 @@ type bookBuilder struct {
 }
 
 func newBuilder() *bookBuilder {
-	return &bookBuilder{book: Book{apis: map[string]admit.Rule{}, users: map[string]admit.Rule{}}, where: map[string]string{}}
+	return &bookBuilder{book: Book{apis: map[string]admit.Limits{}, users: map[string]admit.Limits{}}, where: map[string]string{}}
 }
 
-// add records e, defined at where ("line 3", or a JSON path). It returns the
+// add records e (its Limits; its Rule is not read), defined at where ("line 3", or a JSON path). It returns the
 // message of an error, or "".
 func (bd *bookBuilder) add(e Entry, where string) string {
 	key := e.Key()
@@ -195,11 +228,11 @@ func (bd *bookBuilder) add(e Entry, where string) string {
 	bd.where[key] = where
 	switch e.Scope {
 	case Default:
-		bd.book.def, bd.seen = e.Rule, true
+		bd.book.def, bd.seen = e.Limits, true
 	case API:
-		bd.book.apis[e.Name] = e.Rule
+		bd.book.apis[e.Name] = e.Limits
 	case User:
-		bd.book.users[e.Name] = e.Rule
+		bd.book.users[e.Name] = e.Limits
 	}
 	return ""
 }

@@ -16,20 +16,30 @@ import (
 // maxErrorLen bounds an error message, whatever the input.
 const maxErrorLen = 1024
 
-// checkBook asserts what every accepted book guarantees: valid rules, a
-// canonical text that parses back to the same book in both formats, and
-// RuleFor agreeing with the listing.
+// checkBook asserts what every accepted book guarantees: valid limits, the
+// Rule of one-rule entries only, a canonical text that parses back to the
+// same book in both formats, and LimitsFor and RuleFor agreeing with the
+// listing.
 func checkBook(t *testing.T, b *policy.Book) {
 	t.Helper()
 	rules := b.Rules()
 	require.Equal(t, b.Len(), len(rules))
 	require.Equal(t, policy.Default, rules[0].Scope)
+	require.Equal(t, rules[0].Limits, b.DefaultLimits())
+	require.Equal(t, rules[0].Rule, b.Default())
 	for _, e := range rules {
-		require.NoError(t, e.Rule.Validate(), "%s", e)
+		require.NoError(t, e.Limits.Validate(), "%s", e)
+		if e.Limits.Len() == 1 {
+			require.Equal(t, e.Limits.At(0), e.Rule, "%s: the Rule of a one-rule entry", e)
+		} else {
+			require.Equal(t, admit.Rule{}, e.Rule, "%s: the Rule of a composite", e)
+		}
 		switch e.Scope {
 		case policy.API:
+			require.Equal(t, e.Limits, b.LimitsFor("\x00not a user", e.Name), "%s", e)
 			require.Equal(t, e.Rule, b.RuleFor("\x00not a user", e.Name), "%s", e)
 		case policy.User:
+			require.Equal(t, e.Limits, b.LimitsFor(e.Name, "\x00not an api"), "%s", e)
 			require.Equal(t, e.Rule, b.RuleFor(e.Name, "\x00not an api"), "%s", e)
 		}
 	}
@@ -100,6 +110,11 @@ func FuzzParse(f *testing.F) {
 		"default = token-bucket,5,10\n" + strings.Repeat("#\n", 1000),
 		"= = =", "====", "default == token-bucket,5,10", "default = = token-bucket,5,10",
 		".= token-bucket,5,10", "api.api.api = token-bucket,1,1",
+		"default = token-bucket,10,1s + fixed-window,1000,1h\napi./s = sliding-log,5,1s+sliding-counter,9,1m\nuser.u = token-bucket,1,1 + token-bucket,2,1",
+		"default = token-bucket,10,1s +", "default = + token-bucket,10,1s", "default = token-bucket,10,1s ++ fixed-window,1,1s",
+		"default = token-bucket,1,1 + token-bucket,1,1s", "default = token-bucket,10,1s + fixed-window,0,1h",
+		"default = " + strings.Repeat("fixed-window,1,1h+", 8) + "fixed-window,2,1h",
+		"default = token-bucket,+5,10", "default = token-bucket,5,10+#",
 	} {
 		f.Add(s)
 	}
@@ -158,6 +173,12 @@ func FuzzParseJSON(f *testing.F) {
 		`{"default": {"algorithm": {"algorithm": {}}}}`,
 		`{"default": {"algoConfig": {"algoConfig": {}}}}`,
 		`{"default": "token-bucket,5,10", "apis": {"/a": {"algorithm": "FixedWindow", "algoConfig": {"maxRequests": 2, "windowMs": 9223372036855}}}}`,
+		`{"default": ["token-bucket,10,1s", {"algorithm": "FixedWindow", "algoConfig": {"maxRequests": 1000, "windowMs": 3600000}}], "apis": {"/s": "sliding-log,5,1s + sliding-counter,9,1m", "/one": ["token-bucket,3,1s"]}}`,
+		`{"default": []}`, `{"default": [null]}`, `{"default": [[]]}`, `{"default": ["token-bucket,1,1", "token-bucket,1,1s"]}`,
+		`{"default": ["token-bucket,1,1 + fixed-window,1,1", "sliding-log,1,1"]}`, `{"default": ["token-bucket,1,1",]}`,
+		`{"default": ["fixed-window,1,1h","fixed-window,2,1h","fixed-window,3,1h","fixed-window,4,1h","fixed-window,5,1h","fixed-window,6,1h","fixed-window,7,1h","fixed-window,8,1h","fixed-window,9,1h"]}`,
+		`{"default": ["token-bucket,1,1", {"algorithm": "TokenBucket", "algoConfig": {"capacity": 1, "refillRatePerSecond": 1}}]}`,
+		`{"default": "token-bucket,5,10", "users": {"u": ["token-bucket,1,1", "fixed-window,0,1"]}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -26,8 +26,10 @@ import (
 //
 // "default" is required; "apis" and "users", objects from an API or a user
 // name to its rule, are optional. Names follow the rules of [Parse]. Each rule
-// is either the text [admit.ParseRule] reads or an object naming an algorithm
-// and its parameters, after the design notes' configuration:
+// is either text, as the properties format reads it ([admit.ParseLimits]:
+// one rule, or a composite "token-bucket,10,1s + fixed-window,1000,1h"), or
+// an object naming an algorithm and its parameters, after the design notes'
+// configuration:
 //
 //	{"algorithm": "TokenBucket",          "algoConfig": {"capacity": C, "refillRatePerSecond": R}}
 //	{"algorithm": "FixedWindow",          "algoConfig": {"maxRequests": N, "windowMs": W}}
@@ -41,6 +43,12 @@ import (
 // decimal such as 2 or 0.5, without an exponent. The other forms read N
 // requests per W milliseconds.
 //
+// Wherever a rule is accepted, an array of 1 to [admit.MaxLimits] rules, each
+// in the text or the object form of one rule, is a composite: every rule of
+// it applies at once (see [admit.Limits]). A one-element array is its rule.
+//
+//	"/search": ["token-bucket,10,1s", {"algorithm": "FixedWindow", "algoConfig": {"maxRequests": 1000, "windowMs": 3600000}}]
+//
 // ParseJSON is strict where encoding/json is lenient: an unknown field (also
 // inside algoConfig), a field name in the wrong case ("Default"), a field or
 // a name given twice, null, a value of the wrong type (the string "5" for a
@@ -48,9 +56,11 @@ import (
 // is not UTF-8 or starts with a byte order mark are errors, as are a missing
 // default and a book of more than [MaxJSONBytes] bytes or [MaxRules] rules.
 // The error is an *[Error] that gives the line and the path of the problem
-// and says what would be right, such as
+// and says what would be right, and for a composite which of its rules is at
+// fault, such as
 //
 //	line 4: apis["/login"].algoConfig: unknown field "capacty"; TokenBucket wants "capacity" and "refillRatePerSecond"
+//	line 7: apis["/search"][1].algoConfig.maxRequests: rule 2 of 2: 0 must be at least 1
 //
 // An error reading r is not an *Error: it is returned wrapped ("policy:
 // reading rules: …"), for [errors.Is] to see through.
@@ -66,31 +76,45 @@ func ParseJSON(r io.Reader) (*Book, error) {
 }
 
 // MarshalJSON returns the book in the JSON format of [ParseJSON], each rule
-// in the canonical text of [admit.Rule.String], names sorted. "apis" and
-// "users" are left out when empty. It returns an error for a Book without a
-// default rule (the zero Book).
+// in the canonical text of [admit.Rule.String] and each composite as an
+// array of its rules' texts, names sorted. "apis" and "users" are left out
+// when empty. It returns an error for a Book without a default rule (the
+// zero Book).
 func (b *Book) MarshalJSON() ([]byte, error) {
 	if err := b.validate(); err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	doc := struct {
-		Default string            `json:"default"`
-		APIs    map[string]string `json:"apis,omitempty"`
-		Users   map[string]string `json:"users,omitempty"`
-	}{Default: b.def.String()}
+		Default any            `json:"default"`
+		APIs    map[string]any `json:"apis,omitempty"`
+		Users   map[string]any `json:"users,omitempty"`
+	}{Default: limitsJSON(b.def)}
 	if len(b.apis) > 0 {
-		doc.APIs = make(map[string]string, len(b.apis))
-		for name, r := range b.apis {
-			doc.APIs[name] = r.String()
+		doc.APIs = make(map[string]any, len(b.apis))
+		for name, l := range b.apis {
+			doc.APIs[name] = limitsJSON(l)
 		}
 	}
 	if len(b.users) > 0 {
-		doc.Users = make(map[string]string, len(b.users))
-		for name, r := range b.users {
-			doc.Users[name] = r.String()
+		doc.Users = make(map[string]any, len(b.users))
+		for name, l := range b.users {
+			doc.Users[name] = limitsJSON(l)
 		}
 	}
 	return json.Marshal(doc)
+}
+
+// limitsJSON returns what MarshalJSON writes for l: its rule's text for one
+// rule, the array of its rules' texts for a composite.
+func limitsJSON(l admit.Limits) any {
+	if l.Len() == 1 {
+		return l.At(0).String()
+	}
+	texts := make([]string, l.Len())
+	for i := range texts {
+		texts[i] = l.At(i).String()
+	}
+	return texts
 }
 
 // UnmarshalJSON reads data with the rules of [ParseJSON] (null included: it
@@ -108,7 +132,10 @@ func (b *Book) UnmarshalJSON(data []byte) error {
 }
 
 // ruleWant says what a rule may look like, for error messages.
-const ruleWant = `want rule text such as "token-bucket,5,10s" or an object such as {"algorithm": "TokenBucket", "algoConfig": {"capacity": 5, "refillRatePerSecond": 0.5}}`
+const ruleWant = `want rule text such as "token-bucket,5,10s", an object such as {"algorithm": "TokenBucket", "algoConfig": {"capacity": 5, "refillRatePerSecond": 0.5}}, or an array of such rules that all apply`
+
+// elementWant says what an element of a composite's array may look like.
+const elementWant = `an element of the array is one rule: rule text such as "token-bucket,5,10s" or an object such as {"algorithm": "FixedWindow", "algoConfig": {"maxRequests": 1000, "windowMs": 3600000}}`
 
 // objectForm is one algorithm of the object form of a rule.
 type objectForm struct {
@@ -294,11 +321,11 @@ func parseJSON(data []byte) (*Book, error) {
 			if p.rules++; p.rules > MaxRules {
 				return nil, p.errorAt(off, "default", fmt.Sprintf("too many rules; a book holds at most %d", MaxRules), nil)
 			}
-			r, err := p.rule("default")
+			l, err := p.limits("default")
 			if err != nil {
 				return nil, err
 			}
-			bd.add(Entry{Scope: Default, Rule: r}, "default") // cannot clash: dup saw every field
+			bd.add(Entry{Scope: Default, Limits: l}, "default") // cannot clash: dup saw every field
 		case "apis":
 			err = p.names(bd, API, "apis")
 		case "users":
@@ -357,34 +384,136 @@ func (p *jsonParser) names(bd *bookBuilder, s Scope, field string) error {
 		if p.rules++; p.rules > MaxRules {
 			return p.errorAt(off, path, fmt.Sprintf("too many rules; a book holds at most %d", MaxRules), nil)
 		}
-		r, err := p.rule(path)
+		l, err := p.limits(path)
 		if err != nil {
 			return err
 		}
-		bd.add(Entry{Scope: s, Name: name, Rule: r}, path) // cannot clash: seen saw every name
+		bd.add(Entry{Scope: s, Name: name, Limits: l}, path) // cannot clash: seen saw every name
 	}
 	return p.close(field)
 }
 
-// rule reads a rule at path: rule text or the object form.
-func (p *jsonParser) rule(path string) (admit.Rule, error) {
+// limits reads the limits at path: rule text (one rule, or a composite's
+// text form), the object form of a rule, or an array of rules.
+func (p *jsonParser) limits(path string) (admit.Limits, error) {
 	tok, off, err := p.next(path)
 	if err != nil {
-		return admit.Rule{}, err
+		return admit.Limits{}, err
 	}
 	switch t := tok.(type) {
 	case string:
-		r, err := admit.ParseRule(t)
+		l, err := admit.ParseLimits(t)
 		if err != nil {
-			return admit.Rule{}, p.errorAt(off, path, "", err)
+			return admit.Limits{}, p.errorAt(off, path, "", err)
 		}
-		return r, nil
+		return l, nil
 	case json.Delim:
-		if t == '{' {
-			return p.ruleObject(path, off)
+		switch t {
+		case '{':
+			r, err := p.ruleObject(path, off)
+			if err != nil {
+				return admit.Limits{}, err
+			}
+			l, err := admit.NewLimits(r)
+			if err != nil {
+				return admit.Limits{}, p.errorAt(off, path, "", err) // r is valid: not reached
+			}
+			return l, nil
+		case '[':
+			return p.composite(path, off)
 		}
 	}
-	return admit.Rule{}, p.errorAt(off, path, fmt.Sprintf("%s is not a rule; %s", describe(tok), ruleWant), nil)
+	return admit.Limits{}, p.errorAt(off, path, fmt.Sprintf("%s is not a rule; %s", describe(tok), ruleWant), nil)
+}
+
+// composite reads an array of rules after its '[' (at offset open): the
+// rules of a composite, or the one rule of a one-element array. An error
+// about an element says which rule of how many it concerns.
+func (p *jsonParser) composite(path string, open int64) (admit.Limits, error) {
+	count := p.count(open)
+	if count > admit.MaxLimits {
+		return admit.Limits{}, p.errorAt(open, path, fmt.Sprintf("an array of %d rules; a composite holds at most %d", count, admit.MaxLimits), nil)
+	}
+	var rules []admit.Rule
+	for i := 0; p.dec.More(); i++ {
+		at := fmt.Sprintf("%s[%d]", path, i)
+		if i == admit.MaxLimits {
+			return admit.Limits{}, p.errorAt(open, path, fmt.Sprintf("an array of more than %d rules; a composite holds at most %d", admit.MaxLimits, admit.MaxLimits), nil)
+		}
+		tok, off, err := p.next(at)
+		if err != nil {
+			return admit.Limits{}, err
+		}
+		var r admit.Rule
+		switch t := tok.(type) {
+		case string:
+			if r, err = admit.ParseRule(t); err != nil {
+				if l, lerr := admit.ParseLimits(t); lerr == nil && l.Len() > 1 {
+					return admit.Limits{}, ruleOf(i, count, p.errorAt(off, at, fmt.Sprintf("%s joins %d rules; %s: give each its own element", quoteName(t), l.Len(), elementWant), nil))
+				}
+				return admit.Limits{}, ruleOf(i, count, p.errorAt(off, at, "", err))
+			}
+		case json.Delim:
+			if t != '{' {
+				return admit.Limits{}, ruleOf(i, count, p.errorAt(off, at, fmt.Sprintf("%s is not a rule; %s", describe(tok), elementWant), nil))
+			}
+			if r, err = p.ruleObject(at, off); err != nil {
+				return admit.Limits{}, ruleOf(i, count, err)
+			}
+		default:
+			return admit.Limits{}, ruleOf(i, count, p.errorAt(off, at, fmt.Sprintf("%s is not a rule; %s", describe(tok), elementWant), nil))
+		}
+		for j, q := range rules {
+			if q == r {
+				return admit.Limits{}, ruleOf(i, count, p.errorAt(off, at, "", fmt.Errorf("%w: %v repeats rule %d; each rule of a composite must differ", admit.ErrInvalidRule, r, j+1)))
+			}
+		}
+		rules = append(rules, r)
+	}
+	if err := p.close(path); err != nil {
+		return admit.Limits{}, err
+	}
+	if len(rules) == 0 {
+		return admit.Limits{}, p.errorAt(open, path, fmt.Sprintf(`an empty array is not a rule; want 1 to %d rules that all apply, such as ["token-bucket,10,1s", "fixed-window,1000,1h"]`, admit.MaxLimits), nil)
+	}
+	l, err := admit.NewLimits(rules...)
+	if err != nil {
+		return admit.Limits{}, p.errorAt(open, path, "", err) // every rule valid, none repeated: not reached
+	}
+	return l, nil
+}
+
+// count returns the number of elements of the array whose '[' ends at
+// offset open, or -1 if the array does not read as JSON (the parse then
+// reports why when it gets there). It reads the array a second time, which
+// bounds its cost by the book's size.
+func (p *jsonParser) count(open int64) int {
+	if open < 1 || open > int64(len(p.data)) || p.data[open-1] != '[' {
+		return -1
+	}
+	var elems []json.RawMessage
+	if err := json.NewDecoder(bytes.NewReader(p.data[open-1:])).Decode(&elems); err != nil {
+		return -1
+	}
+	return len(elems)
+}
+
+// ruleOf prefixes the message of err, an error about the i-th rule of an
+// array of count, with "rule i+1 of count". A one-element array is its
+// rule, and its errors are that rule's; an array that does not read as JSON
+// (count -1) has only the index in the error's path.
+func ruleOf(i, count int, err error) error {
+	e, ok := err.(*Error)
+	if !ok || count <= 1 {
+		return err
+	}
+	label := fmt.Sprintf("rule %d of %d", i+1, count)
+	if e.Msg == "" {
+		e.Msg = label
+	} else {
+		e.Msg = label + ": " + e.Msg
+	}
+	return e
 }
 
 // param is one field of an algoConfig object.

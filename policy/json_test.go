@@ -67,10 +67,53 @@ func TestParseJSONAccepts(t *testing.T) {
 	assert.Equal(t, rule(t, "token-bucket,2,1"), b.RuleFor("zoë", "/x"))
 }
 
+// TestParseJSONComposites: an array of rules, each in the text or the object
+// form, is a composite wherever a rule is accepted; so is a composite's text
+// form; a one-element array is its rule.
+func TestParseJSONComposites(t *testing.T) {
+	b := parseJSON(t, `{
+  "default": ["token-bucket,10,1s", {"algorithm": "FixedWindow", "algoConfig": {"maxRequests": 1000, "windowMs": 3600000}}],
+  "apis": {
+    "/search": "sliding-counter,100,1m + token-bucket,5,1s",
+    "/one":    ["token-bucket,3,1s"],
+    "/obj":    [{"algorithm": "SlidingWindowLog", "algoConfig": {"maxRequests": 5, "windowMs": 1000}}]
+  },
+  "users": {
+    "vip-1": [
+      {"algorithm": "TokenBucket", "algoConfig": {"capacity": 50, "refillRatePerSecond": 50}},
+      "fixed-window,10000,1h",
+      "sliding-log,2000,10m"
+    ]
+  }
+}`)
+	assert.Equal(t, parse(t, `
+default     = token-bucket,10,1s + fixed-window,1000,1h
+api./search = sliding-counter,100,1m + token-bucket,5,1s
+api./one    = token-bucket,3,1s
+api./obj    = sliding-log,5,1s
+user.vip-1  = token-bucket,50,1s + fixed-window,10000,1h + sliding-log,2000,10m
+`), b, "the JSON book equals its properties twin")
+	assert.Equal(t, rule(t, "token-bucket,3,1s"), b.RuleFor("alice", "/one"), "a one-element array is its rule")
+	assert.Equal(t, admit.Rule{}, b.RuleFor("alice", "/search"))
+	assert.Equal(t, limits(t, "sliding-counter,100,1m + token-bucket,5,1s"), b.LimitsFor("alice", "/search"))
+
+	// MarshalJSON writes a composite as the array of its rules' texts, and a
+	// single rule as its text, however it was given.
+	data, err := json.Marshal(b)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{
+  "default": ["token-bucket,10,1s", "fixed-window,1000,1h"],
+  "apis": {"/obj": "sliding-log,5,1s", "/one": "token-bucket,3,1s", "/search": ["sliding-counter,100,1m", "token-bucket,5,1s"]},
+  "users": {"vip-1": ["token-bucket,50,1s", "fixed-window,10000,1h", "sliding-log,2000,10m"]}
+}`, string(data))
+	assert.Equal(t, b, parseJSON(t, string(data)))
+}
+
 // TestParseJSONErrors pins every error of the JSON format: its line, its path
 // and its whole message.
 func TestParseJSONErrors(t *testing.T) {
-	const ruleWant = `want rule text such as "token-bucket,5,10s" or an object such as {"algorithm": "TokenBucket", "algoConfig": {"capacity": 5, "refillRatePerSecond": 0.5}}`
+	const ruleWant = `want rule text such as "token-bucket,5,10s", an object such as {"algorithm": "TokenBucket", "algoConfig": {"capacity": 5, "refillRatePerSecond": 0.5}}, or an array of such rules that all apply`
+	const elementWant = `an element of the array is one rule: rule text such as "token-bucket,5,10s" or an object such as {"algorithm": "FixedWindow", "algoConfig": {"maxRequests": 1000, "windowMs": 3600000}}`
 	const bookWant = `want a JSON object such as {"default": "token-bucket,5,10s", "apis": {"/login": "fixed-window,2,10s"}, "users": {"vip-1": "token-bucket,8,10s"}}`
 	const tbWants = `TokenBucket wants "capacity" and "refillRatePerSecond"`
 	tb := func(cfg string) string {
@@ -109,7 +152,7 @@ func TestParseJSONErrors(t *testing.T) {
 		{"duplicate apis", `{"default": "token-bucket,5,10", "apis": {}, "apis": {}}`, 1, "", `duplicate field "apis" (first on line 1); each field may appear once`, false},
 		{"null default", `{"default": null}`, 1, "default", "null is not a rule; " + ruleWant, false},
 		{"number default", `{"default": 5}`, 1, "default", "the number 5 is not a rule; " + ruleWant, false},
-		{"array default", `{"default": ["token-bucket",5,10]}`, 1, "default", "an array is not a rule; " + ruleWant, false},
+		{"array of a rule's fields", `{"default": ["token-bucket",5,10]}`, 1, "default[0]", `rule 1 of 3: admit: invalid rule: "token-bucket" has 1 comma-separated fields; want 3: algorithm,limit,window (for example token-bucket,5,10s)`, true},
 		{"bad rule text", `{"default": "token-bucket,5,0"}`, 1, "default", `admit: invalid rule: window 0 must be positive; want a positive whole number of seconds ("10") or a duration such as "10s", "1500ms" or "1h30m" (units ns, us, ms, s, m, h)`, true},
 		{"null apis", `{"default": "token-bucket,5,10", "apis": null}`, 1, "apis", `null is not an object; want an object from name to rule such as {"/login": "fixed-window,2,10s"}, or no apis field at all`, false},
 		{"array users", `{"default": "token-bucket,5,10", "users": ["vip-1"]}`, 1, "users", `an array is not an object; want an object from name to rule such as {"vip-1": "token-bucket,8,10s"}, or no users field at all`, false},
@@ -163,6 +206,20 @@ func TestParseJSONErrors(t *testing.T) {
 		{"rule invalid after conversion", tb(`"capacity": 2147483647, "refillRatePerSecond": 1`), 1, "default", "as token-bucket,2147483647,2147483647s: admit: invalid rule: limit 2147483647 × window 596523h14m7s exceeds 2^62 ns, the bound that keeps every limiter's arithmetic in 64-bit integers; lower the limit or the window", true},
 		{"sliding log too large", fw(`"maxRequests": 100000, "windowMs": 1000`)[:0] + `{"default": {"algorithm": "SlidingWindowLog", "algoConfig": {"maxRequests": 100000, "windowMs": 1000}}}`, 1, "default", "as sliding-log,100000,1s: admit: invalid rule: limit 100000 exceeds 65536, the largest sliding-log limit (a sliding log keeps one 8-byte timestamp per admitted request and key); use sliding-counter for larger limits", true},
 		{"too fast", fw(`"maxRequests": 2000000, "windowMs": 1`), 1, "default", "as fixed-window,2000000,1ms: admit: invalid rule: window 1ms is shorter than 2000000ns: a limit of 2000000 per 1ms asks for more than one request per nanosecond", true},
+		// Composites: the path and the message name the rule at fault.
+		{"composite: bad rule text", "{\"default\": \"token-bucket,5,10\",\n \"apis\": {\"/search\": [\"token-bucket,10,1s\",\n \"fixed-window,0,1h\"]}}", 3, `apis["/search"][1]`, "rule 2 of 2: admit: invalid rule: limit 0 must be at least 1 (a rule that admits nothing is not a rate limit)", true},
+		{"composite: bad object", `{"default": ["token-bucket,10,1s", {"algorithm": "FixedWindow", "algoConfig": {"maxRequests": 0, "windowMs": 1000}}, "sliding-log,5,1s"]}`, 1, "default[1].algoConfig.maxRequests", "rule 2 of 3: 0 must be at least 1", false},
+		{"composite: invalid object", `{"default": ["token-bucket,10,1s", {"algorithm": "SlidingWindowLog", "algoConfig": {"maxRequests": 100000, "windowMs": 1000}}]}`, 1, "default[1]", "rule 2 of 2: as sliding-log,100000,1s: admit: invalid rule: limit 100000 exceeds 65536, the largest sliding-log limit (a sliding log keeps one 8-byte timestamp per admitted request and key); use sliding-counter for larger limits", true},
+		{"composite: unknown field", `{"default": [{"algorithm": "TokenBucket", "algoConfig": {"capacty": 5}}, "fixed-window,5,1s"]}`, 1, "default[0].algoConfig", `rule 1 of 2: unknown field "capacty"; ` + tbWants, false},
+		{"composite: repeated rule", "{\"default\": [\"token-bucket,10,1s\", \"fixed-window,5,1h\",\n{\"algorithm\": \"TokenBucket\", \"algoConfig\": {\"capacity\": 10, \"refillRatePerSecond\": 10}}]}", 2, "default[2]", "rule 3 of 3: admit: invalid rule: token-bucket,10,1s repeats rule 1; each rule of a composite must differ", true},
+		{"composite: null element", `{"default": ["token-bucket,10,1s", null]}`, 1, "default[1]", "rule 2 of 2: null is not a rule; " + elementWant, false},
+		{"composite: nested array", `{"default": [["token-bucket,10,1s"], "fixed-window,5,1h"]}`, 1, "default[0]", "rule 1 of 2: an array is not a rule; " + elementWant, false},
+		{"composite: composite text element", `{"default": ["token-bucket,10,1s + fixed-window,5,1h", "sliding-log,5,1s"]}`, 1, "default[0]", `rule 1 of 2: "token-bucket,10,1s + fixed-window,5,1h" joins 2 rules; ` + elementWant + ": give each its own element", false},
+		{"composite: empty", `{"default": "token-bucket,5,10", "users": {"u": []}}`, 1, `users["u"]`, `an empty array is not a rule; want 1 to 8 rules that all apply, such as ["token-bucket,10,1s", "fixed-window,1000,1h"]`, false},
+		{"composite: nine rules", `{"default": ["fixed-window,1,1s", "fixed-window,2,1s", "fixed-window,3,1s", "fixed-window,4,1s", "fixed-window,5,1s", "fixed-window,6,1s", "fixed-window,7,1s", "fixed-window,8,1s", "fixed-window,9,1s"]}`, 1, "default", "an array of 9 rules; a composite holds at most 8", false},
+		{"composite: one bad rule", `{"default": ["token-bucket,0,1s"]}`, 1, "default[0]", "admit: invalid rule: limit 0 must be at least 1 (a rule that admits nothing is not a rate limit)", true},
+		{"composite: bad text form", `{"default": "token-bucket,10,1s + fixed-window,1000"}`, 1, "default", `rule 2 of 2: admit: invalid rule: " fixed-window,1000" has 2 comma-separated fields; want 3: algorithm,limit,window (for example token-bucket,5,10s)`, true},
+		{"composite: unterminated", `{"default": ["token-bucket,10,1s", 5`, 1, "default[1]", "the number 5 is not a rule; " + elementWant, false},
 		{"error inside apis", "{\"default\": \"token-bucket,5,10\", \"apis\": {\n  \"/login\": {\"algorithm\": \"FixedWindow\", \"algoConfig\": {\"maxRequests\": 2, \"windowMs\": \"10000\"}}}}", 2, `apis["/login"].algoConfig.windowMs`, `the string "10000" is not a number; want a number such as 10`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -209,7 +266,7 @@ func TestParseJSONBounds(t *testing.T) {
 	t.Run("deep nesting", func(t *testing.T) {
 		in := `{"default": ` + strings.Repeat("[", 1<<20) + strings.Repeat("]", 1<<20) + `}`
 		_, err := policy.ParseJSON(strings.NewReader(in))
-		assert.EqualError(t, err, "line 1: default: an array is not a rule; "+`want rule text such as "token-bucket,5,10s" or an object such as {"algorithm": "TokenBucket", "algoConfig": {"capacity": 5, "refillRatePerSecond": 0.5}}`)
+		assert.EqualError(t, err, "line 1: default[0]: an array is not a rule; "+`an element of the array is one rule: rule text such as "token-bucket,5,10s" or an object such as {"algorithm": "FixedWindow", "algoConfig": {"maxRequests": 1000, "windowMs": 3600000}}`)
 	})
 }
 
@@ -224,6 +281,12 @@ func TestBookJSONRoundTrip(t *testing.T) {
 	data, err = json.Marshal(only)
 	require.NoError(t, err)
 	assert.Equal(t, `{"default":"sliding-log,3,1500ms"}`, string(data))
+
+	composite := parse(t, "default = token-bucket,10,1s + fixed-window,1000,1h\nuser.u = sliding-log,3,1s")
+	data, err = json.Marshal(composite)
+	require.NoError(t, err)
+	assert.Equal(t, `{"default":["token-bucket,10,1s","fixed-window,1000,1h"],"users":{"u":"sliding-log,3,1s"}}`, string(data))
+	assert.Equal(t, composite, parseJSON(t, string(data)))
 
 	_, err = json.Marshal(&policy.Book{})
 	assert.ErrorIs(t, err, admit.ErrInvalidRule)

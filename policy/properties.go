@@ -22,16 +22,23 @@ import (
 // "user.<user>" (names are case-sensitive; a user or API name is printable
 // characters other than space and '=', at most [MaxNameBytes] bytes); the
 // line is split at its first '='; spaces and tabs around the name and the
-// rule are ignored; the rule is the text [admit.ParseRule] reads. A comment
+// rule are ignored; the rule is the text [admit.ParseRule] reads, or a
+// composite of 2 to [admit.MaxLimits] such rules joined by "+", all of which
+// apply at once, in the text [admit.ParseLimits] reads:
+//
+//	api./search = token-bucket,10,1s + fixed-window,1000,1h
+//
+// A comment
 // is a line whose first non-blank character is '#'; there are no comments at
 // the end of a rule line. Lines end in "\n" or "\r\n". The "default" rule is
 // required, and each name may appear once.
 //
 // Parse is strict: a line it cannot read is an error, never skipped. The
 // error is an *[Error] whose message names the line and says what would be
-// right, such as
+// right, and for a composite which of its rules is at fault, such as
 //
 //	line 3: api./login: admit: invalid rule: limit 0 must be at least 1 (…)
+//	line 4: api./search: rule 2 of 2: admit: invalid rule: algorithm "fixed-windw" is unknown; want one of …
 //
 // Input is bounded: a line longer than [MaxLineBytes], more than [MaxLines]
 // lines, a file that is not UTF-8 (or starts with a byte order mark) is an
@@ -96,11 +103,11 @@ func parseLine(bd *bookBuilder, text string, line int) (string, error) {
 	if strings.ContainsRune(val, '#') {
 		return fmt.Sprintf("%s: the rule %s contains '#'; a comment must be on a line of its own", clip(key), quoteName(val)), nil
 	}
-	rule, err := admit.ParseRule(val)
+	limits, err := admit.ParseLimits(val)
 	if err != nil {
 		return clip(key), err
 	}
-	e.Rule = rule
+	e.Limits = limits
 	return bd.add(e, fmt.Sprintf("line %d", line)), nil
 }
 

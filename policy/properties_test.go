@@ -31,6 +31,24 @@ func rule(t testing.TB, text string) admit.Rule {
 	return r
 }
 
+func limits(t testing.TB, text string) admit.Limits {
+	t.Helper()
+	l, err := admit.ParseLimits(text)
+	require.NoError(t, err)
+	return l
+}
+
+// entry is the Entry a Book returns for the limits text: Limits set, and
+// Rule too for one rule.
+func entry(t testing.TB, s policy.Scope, name, text string) policy.Entry {
+	t.Helper()
+	e := policy.Entry{Scope: s, Name: name, Limits: limits(t, text)}
+	if e.Limits.Len() == 1 {
+		e.Rule = e.Limits.At(0)
+	}
+	return e
+}
+
 func parse(t testing.TB, text string) *policy.Book {
 	t.Helper()
 	b, err := policy.Parse(strings.NewReader(text))
@@ -40,14 +58,13 @@ func parse(t testing.TB, text string) *policy.Book {
 
 func TestParseSeed(t *testing.T) {
 	b := parse(t, seedConfig)
-	def, login, vip := rule(t, "token-bucket,5,10s"), rule(t, "fixed-window,2,10s"), rule(t, "token-bucket,8,10s")
-	assert.Equal(t, def, b.Default())
+	def := entry(t, policy.Default, "", "token-bucket,5,10s")
+	login := entry(t, policy.API, "/login", "fixed-window,2,10s")
+	vip := entry(t, policy.User, "vip-1", "token-bucket,8,10s")
+	assert.Equal(t, def.Rule, b.Default())
+	assert.Equal(t, def.Limits, b.DefaultLimits())
 	assert.Equal(t, 3, b.Len())
-	assert.Equal(t, []policy.Entry{
-		{Scope: policy.Default, Rule: def},
-		{Scope: policy.API, Name: "/login", Rule: login},
-		{Scope: policy.User, Name: "vip-1", Rule: vip},
-	}, b.Rules())
+	assert.Equal(t, []policy.Entry{def, login, vip}, b.Rules())
 	assert.Equal(t, "default = token-bucket,5,10s\napi./login = fixed-window,2,10s\nuser.vip-1 = token-bucket,8,10s\n", b.String())
 
 	// The most specific rule wins: user rule, then API rule, then default.
@@ -55,16 +72,74 @@ func TestParseSeed(t *testing.T) {
 		user, api string
 		want      policy.Entry
 	}{
-		{"alice", "/orders", policy.Entry{Scope: policy.Default, Rule: def}},
-		{"alice", "/login", policy.Entry{Scope: policy.API, Name: "/login", Rule: login}},
-		{"vip-1", "/orders", policy.Entry{Scope: policy.User, Name: "vip-1", Rule: vip}},
-		{"vip-1", "/login", policy.Entry{Scope: policy.User, Name: "vip-1", Rule: vip}},
-		{"VIP-1", "/login", policy.Entry{Scope: policy.API, Name: "/login", Rule: login}}, // names are case-sensitive
-		{"", "", policy.Entry{Scope: policy.Default, Rule: def}},
+		{"alice", "/orders", def},
+		{"alice", "/login", login},
+		{"vip-1", "/orders", vip},
+		{"vip-1", "/login", vip},
+		{"VIP-1", "/login", login}, // names are case-sensitive
+		{"", "", def},
 	} {
 		assert.Equal(t, tc.want, b.EntryFor(tc.user, tc.api), "EntryFor(%q, %q)", tc.user, tc.api)
 		assert.Equal(t, tc.want.Rule, b.RuleFor(tc.user, tc.api), "RuleFor(%q, %q)", tc.user, tc.api)
+		assert.Equal(t, tc.want.Limits, b.LimitsFor(tc.user, tc.api), "LimitsFor(%q, %q)", tc.user, tc.api)
 	}
+}
+
+// TestParseComposites: a value of two or more rules joined by "+" is a
+// composite, wherever a rule is accepted. RuleFor and Default give the zero
+// Rule for a composite; LimitsFor, DefaultLimits and EntryFor give its
+// Limits; a composite of one rule is that rule.
+func TestParseComposites(t *testing.T) {
+	b := parse(t, `
+default     = token-bucket,10,1s+fixed-window,1000,1h
+api./search = sliding-counter,100,1m + token-bucket,5,1s
+api./one    = token-bucket,3,1s
+user.vip-1  =	token-bucket,50,1s	+	fixed-window,10000,1h	+ sliding-log,2000,10m
+`)
+	def := entry(t, policy.Default, "", "token-bucket,10,1s + fixed-window,1000,1h")
+	search := entry(t, policy.API, "/search", "sliding-counter,100,1m + token-bucket,5,1s")
+	one := entry(t, policy.API, "/one", "token-bucket,3,1s")
+	vip := entry(t, policy.User, "vip-1", "token-bucket,50,1s + fixed-window,10000,1h + sliding-log,2000,10m")
+	assert.Equal(t, []policy.Entry{def, one, search, vip}, b.Rules())
+	assert.Equal(t, 2, def.Limits.Len())
+	assert.Equal(t, admit.Rule{}, def.Rule, "a composite entry has the zero Rule")
+	assert.Equal(t, admit.Rule{}, b.Default(), "Default of a composite")
+	assert.Equal(t, def.Limits, b.DefaultLimits())
+	for _, tc := range []struct {
+		user, api string
+		want      policy.Entry
+	}{
+		{"alice", "/orders", def},
+		{"alice", "/search", search},
+		{"alice", "/one", one},
+		{"vip-1", "/one", vip},
+	} {
+		assert.Equal(t, tc.want, b.EntryFor(tc.user, tc.api), "EntryFor(%q, %q)", tc.user, tc.api)
+		assert.Equal(t, tc.want.Limits, b.LimitsFor(tc.user, tc.api), "LimitsFor(%q, %q)", tc.user, tc.api)
+		assert.Equal(t, tc.want.Rule, b.RuleFor(tc.user, tc.api), "RuleFor(%q, %q)", tc.user, tc.api)
+	}
+	assert.Equal(t, rule(t, "token-bucket,3,1s"), b.RuleFor("alice", "/one"), "RuleFor of a one-rule entry")
+	assert.Equal(t, `default = token-bucket,10,1s + fixed-window,1000,1h
+api./one = token-bucket,3,1s
+api./search = sliding-counter,100,1m + token-bucket,5,1s
+user.vip-1 = token-bucket,50,1s + fixed-window,10000,1h + sliding-log,2000,10m
+`, b.String())
+	assert.Equal(t, "api./search = sliding-counter,100,1m + token-bucket,5,1s", search.String())
+	assert.Equal(t, b, parse(t, b.String()), "the canonical form parses back to the same book")
+
+	// The order of a composite's rules is kept: it is the order of
+	// AllowNWhich's indices.
+	swapped := parse(t, "default = fixed-window,1000,1h + token-bucket,10,1s")
+	assert.NotEqual(t, b.DefaultLimits(), swapped.DefaultLimits())
+	assert.Equal(t, "default = fixed-window,1000,1h + token-bucket,10,1s\n", swapped.String())
+
+	// Eight rules, the most a composite holds.
+	var eight []string
+	for i := range admit.MaxLimits {
+		eight = append(eight, "fixed-window,"+strconv.Itoa(i+1)+",1h")
+	}
+	b = parse(t, "default = "+strings.Join(eight, "+"))
+	assert.Equal(t, admit.MaxLimits, b.DefaultLimits().Len())
 }
 
 func TestParseAccepts(t *testing.T) {
@@ -133,6 +208,12 @@ func TestParseErrors(t *testing.T) {
 		{"line too long", def + "# " + strings.Repeat("x", policy.MaxLineBytes) + "\n", 2, "line too long; a line is at most 4096 bytes", false},
 		{"line one byte too long", def + strings.Repeat("#", policy.MaxLineBytes+1) + "\n", 2, "line too long (4097 bytes); a line is at most 4096 bytes", false},
 		{"too many lines", def + strings.Repeat("\n", policy.MaxLines), policy.MaxLines + 1, "too many lines; a rule file has at most 100000 lines, comments and blank lines included", false},
+		// Composites: the error names the rule at fault.
+		{"bad rule of a composite", def + "\napi./search = token-bucket,10,1s + fixed-windw,1000,1h\n", 3, `api./search: rule 2 of 2: admit: invalid rule: algorithm "fixed-windw" is unknown; want one of "token-bucket", "fixed-window", "sliding-log" (or "sliding-window"), "sliding-counter"`, true},
+		{"invalid rule of a composite", "default = token-bucket,10,1s + fixed-window,0,1h + sliding-log,5,1s\n", 1, "default: rule 2 of 3: admit: invalid rule: limit 0 must be at least 1 (a rule that admits nothing is not a rate limit)", true},
+		{"empty rule of a composite", def + "user.u = token-bucket,10,1s +\n", 2, `user.u: rule 2 of 2: admit: invalid rule: "" has 1 comma-separated fields; want 3: algorithm,limit,window (for example token-bucket,5,10s)`, true},
+		{"repeated rule", def + "user.u = token-bucket,10,1s + fixed-window,5,1h + token-bucket,10,1\n", 2, "user.u: admit: invalid rule: rule 3, token-bucket,10,1s, repeats rule 1; each rule of a composite must differ", true},
+		{"nine rules", def + "api.x = " + strings.TrimSuffix(strings.Repeat("token-bucket,1,1+", 9), "+") + "\n", 2, `api.x: admit: invalid rule: "token-bucket,1,1+token-bucket,1,1+token-bucket,1"… joins 9 rules; want at most 8`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := policy.Parse(strings.NewReader(tc.in))

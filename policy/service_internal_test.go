@@ -26,7 +26,9 @@ func TestDefaultFactory(t *testing.T) {
 		assert.Equal(t, reflect.TypeOf(want), reflect.TypeOf(lim), "%v: the default variant builds a %T, not sharded's store", alg, lim)
 
 		// And a Service without WithFactory builds that variant.
-		s, err := NewService(&Book{def: rule})
+		limits, err := admit.NewLimits(rule)
+		require.NoError(t, err)
+		s, err := NewService(&Book{def: limits})
 		require.NoError(t, err)
 		got, err := s.build.newLimiter(rule)
 		require.NoError(t, err)
