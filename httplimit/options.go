@@ -233,9 +233,9 @@ func WithDenyHandler(deny func(w http.ResponseWriter, r *http.Request, d Denial)
 }
 
 // WithLegacyHeaders adds the pre-standard fields X-RateLimit-Limit (the rule's
-// Limit), X-RateLimit-Remaining and X-RateLimit-Reset (delta seconds, as the
-// RateLimit field's t) to every limited response, for clients that predate
-// the draft.
+// Limit; for composite limits, the binding rule's), X-RateLimit-Remaining and
+// X-RateLimit-Reset (delta seconds, as the RateLimit field's t) to every
+// limited response, for clients that predate the draft.
 func WithLegacyHeaders() Option {
 	return func(c *config) error {
 		c.legacy = true
