@@ -87,18 +87,24 @@ func BenchmarkCheckParallel(b *testing.B) {
 // heap's growth after a full collection divided by N: the user name's copy,
 // the state and the keyed limiter's share. The API's own limiter is built
 // before the measurement. Run it with -benchtime=1x; a Go map's share per key
-// depends on where N falls in its cycle of growth.
+// depends on where N falls in its cycle of growth. The composite row,
+// algo=token-bucket+fixed-window, is a token bucket of limit per minute and
+// a fixed window of 100 per hour on each pair.
 func BenchmarkPairBytes(b *testing.B) {
 	const pairs = 100_000
 	for _, r := range []struct {
 		alg   string
 		limit int
-	}{{"token-bucket", 10}, {"fixed-window", 10}, {"sliding-counter", 10}, {"sliding-log", 10}, {"sliding-log", 100}} {
+	}{{"token-bucket", 10}, {"fixed-window", 10}, {"sliding-counter", 10}, {"sliding-log", 10}, {"sliding-log", 100}, {"token-bucket+fixed-window", 10}} {
 		b.Run("algo="+r.alg+"/limit="+strconv.Itoa(r.limit)+"/pairs="+strconv.Itoa(pairs), func(b *testing.B) {
+			text := r.alg + "," + strconv.Itoa(r.limit) + ",1m"
+			if r.alg == "token-bucket+fixed-window" {
+				text = "token-bucket," + strconv.Itoa(r.limit) + ",1m + fixed-window,100,1h"
+			}
 			var perPair float64
 			for range b.N {
 				fake := clock.NewFake()
-				s := service(b, parse(b, "default = "+r.alg+","+strconv.Itoa(r.limit)+",1m"), admit.WithClock(fake))
+				s := service(b, parse(b, "default = "+text), admit.WithClock(fake))
 				s.Check("first", "/orders") // the API's limiter
 				users := make([]string, pairs)
 				for i := range users {

@@ -14,11 +14,12 @@ import (
 )
 
 // Service applies a [Book] to requests: [Service.Check] admits or denies a
-// request from a user to an API under the rule the book gives the pair, and
-// keeps one independent budget per (user, API) pair. Alice cannot use up
-// Bob's limit; a user with a user rule has that rule on every API, with a
-// separate budget on each (vip-1 on /login and vip-1 on /orders are two
-// counters); unknown APIs get the default rule, each with budgets of its own.
+// request from a user to an API under the limits the book gives the pair
+// (one rule, or a composite whose rules all apply at once), and keeps one
+// independent budget per (user, API) pair. Alice cannot use up Bob's limit;
+// a user with a user rule has that rule on every API, with a separate budget
+// on each (vip-1 on /login and vip-1 on /orders are two counters); unknown
+// APIs get the default rule, each with budgets of its own.
 //
 // A Service is safe for concurrent use. Check on a pair it has seen before
 // allocates nothing and takes no lock shared by all pairs: it reads an atomic
@@ -30,14 +31,15 @@ import (
 // # Memory
 //
 // Budgets are created on first use and kept for the life of the Service (or
-// until a Reload drops their rule): one keyed limiter per (rule, API) in use,
-// holding one state per user. An API costs one keyed limiter: about 3.9 KiB
-// with the default, sharded, at GOMAXPROCS=2 (it grows with GOMAXPROCS,
+// until a Reload drops their limits): one keyed limiter per (limits, API) in
+// use, holding one state per user. An API costs one keyed limiter: about 3.9
+// KiB with the default, sharded, at GOMAXPROCS=2 (it grows with GOMAXPROCS,
 // through its padded shards); a pair costs its user name's copy, its state
 // and its share of the keyed limiter: with 12-byte names about 51 bytes for a
-// token bucket, 68 for a fixed window, 79 for a sliding counter, and about
-// 100 bytes plus 8 per unit of Limit for a sliding log (measured by
-// BenchmarkPairBytes). The limiters drop idle pairs as they go (a pair whose
+// token bucket, 68 for a fixed window, 79 for a sliding counter, about 100
+// bytes plus 8 per unit of Limit for a sliding log, and about 115 bytes for a
+// composite of a token bucket and a fixed window, whose pair holds both
+// states (measured by BenchmarkPairBytes). The limiters drop idle pairs as they go (a pair whose
 // state equals a fresh one's, so no decision changes), but a limiter, once
 // built for an API, stays. API names come from requests: pass
 // the route ("/users/{id}"), not the raw path, or every distinct path that
@@ -53,23 +55,52 @@ type Service struct {
 // NewService.
 type builder struct {
 	factory Factory        // from WithFactory; nil: defaultFactory
-	opts    []admit.Option // passed on to the factory: the caller's, less WithFactory
+	limits  LimitsFactory  // from WithLimitsFactory; nil: defaultLimitsFactory, unless factory is set
+	opts    []admit.Option // passed on to the factories: the caller's, less WithFactory and WithLimitsFactory
 }
 
 // Factory builds a keyed limiter for a rule: the New function of a variant
 // package, such as sharded.New or locked.New.
 type Factory func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error)
 
-// WithFactory makes [NewService] build its limiters with f, for example
-// WithFactory(locked.New), instead of the default, sharded.New. It is an
-// option of NewService only: the variants' own constructors build one
-// limiter each and refuse it with an error wrapping [admit.ErrUnsupported].
+// LimitsFactory builds a keyed limiter for a composite, Limits of two or
+// more rules: the NewLimits function of a variant package, such as
+// sharded.NewLimits or locked.NewLimits. The limiter it returns must have
+// [admit.CompositeStore]'s AllowNWhich, which [Service.CheckNWhich] calls;
+// the variants' NewLimits return a CompositeStore for two or more rules.
+type LimitsFactory func(admit.Limits, ...admit.Option) (admit.KeyedLimiter, error)
+
+// WithFactory makes [NewService] build the limiters of single rules with f,
+// for example WithFactory(locked.New), instead of the default, sharded.New.
+// A book with a composite also needs [WithLimitsFactory], such as
+// WithLimitsFactory(locked.NewLimits) beside WithFactory(locked.New):
+// without it NewService and Reload refuse the composite rather than build it
+// with a variant other than f's. It is an option of NewService only: the
+// variants' own constructors build one limiter each and refuse it with an
+// error wrapping [admit.ErrUnsupported].
 func WithFactory(f Factory) admit.Option {
 	return plumb.NewOption(func(s *plumb.Settings) error {
 		if f == nil {
 			return fmt.Errorf("%w: WithFactory(nil); pass a variant's New, such as sharded.New or locked.New", admit.ErrInvalidOption)
 		}
 		s.Factory = f
+		return nil
+	}).(admit.Option)
+}
+
+// WithLimitsFactory makes [NewService] build the limiters of composites (the
+// entries of two or more rules) with f, for example
+// WithLimitsFactory(locked.NewLimits), instead of the default,
+// sharded.NewLimits. The entries of one rule are still built by the
+// [WithFactory] factory, or sharded.New. It is an option of NewService only:
+// the variants' own constructors refuse it with an error wrapping
+// [admit.ErrUnsupported].
+func WithLimitsFactory(f LimitsFactory) admit.Option {
+	return plumb.NewOption(func(s *plumb.Settings) error {
+		if f == nil {
+			return fmt.Errorf("%w: WithLimitsFactory(nil); pass a variant's NewLimits, such as sharded.NewLimits or locked.NewLimits", admit.ErrInvalidOption)
+		}
+		s.LimitsFactory = f
 		return nil
 	}).(admit.Option)
 }
@@ -81,60 +112,113 @@ func WithFactory(f Factory) admit.Option {
 // bytes per key (docs/design.md, "Which package to import").
 func defaultFactory(admit.Algorithm) Factory { return sharded.New }
 
-// newLimiter builds a keyed limiter for r.
-func (b *builder) newLimiter(r admit.Rule) (admit.KeyedLimiter, error) {
-	f := b.factory
+// defaultLimitsFactory is the variant a Service uses for composites when
+// neither [WithLimitsFactory] nor [WithFactory] chooses one: sharded's, for
+// the reasons of defaultFactory (its composite store, too, holds every
+// rule's state of a key inline).
+var defaultLimitsFactory LimitsFactory = sharded.NewLimits
+
+// whicher is what Service.CheckNWhich calls on a composite's limiter:
+// admit.CompositeStore's AllowNWhich.
+type whicher interface {
+	AllowNWhich(key string, n int) (admit.Decision, int)
+}
+
+// newLimiter builds a keyed limiter for l: a one-rule l with the Factory,
+// a composite with the LimitsFactory. For a composite it also returns the
+// limiter's AllowNWhich.
+func (b *builder) newLimiter(l admit.Limits) (admit.KeyedLimiter, whicher, error) {
+	if l.Len() == 1 {
+		r := l.At(0)
+		f := b.factory
+		if f == nil {
+			f = defaultFactory(r.Algorithm)
+		}
+		lim, err := f(r, b.opts...)
+		if err == nil && lim == nil {
+			err = errors.New("the factory returned a nil limiter and no error")
+		}
+		return lim, nil, err
+	}
+	f := b.limits
 	if f == nil {
-		f = defaultFactory(r.Algorithm)
+		if b.factory != nil {
+			return nil, nil, fmt.Errorf("%w: WithFactory builds the limiters of single rules, and this is a composite of %d; pass WithLimitsFactory too, such as WithLimitsFactory(locked.NewLimits) beside WithFactory(locked.New)",
+				admit.ErrUnsupported, l.Len())
+		}
+		f = defaultLimitsFactory
 	}
-	lim, err := f(r, b.opts...)
-	if err == nil && lim == nil {
-		err = errors.New("the factory returned a nil limiter and no error")
+	lim, err := f(l, b.opts...)
+	if err != nil {
+		return nil, nil, err
 	}
-	return lim, err
+	if lim == nil {
+		return nil, nil, errors.New("the limits factory returned a nil limiter and no error")
+	}
+	w, ok := lim.(whicher)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: the limits factory's limiter, a %T, has no AllowNWhich(key string, n int) (admit.Decision, int), which Service.CheckNWhich calls; build composites with a variant's NewLimits (sharded.NewLimits, locked.NewLimits, atomic.NewLimits), which return an admit.CompositeStore",
+			admit.ErrUnsupported, lim)
+	}
+	return lim, w, nil
 }
 
 // snapshot is a book compiled for Check. It is immutable once published,
 // except for the groups' lazily filled maps of limiters, which are safe for
 // concurrent use.
 type snapshot struct {
-	book   *Book                         // a private copy, for Book()
-	def    *group                        // the default rule
-	apis   map[string]admit.KeyedLimiter // an API rule's limiter for its API, keyed by user (it is also in its group)
-	users  map[string]*group             // a user rule's group, keyed by user name
-	groups map[admit.Rule]*group         // every group above, by rule: what Reload may reuse
+	book   *Book                   // a private copy, for Book()
+	def    *group                  // the default limits
+	apis   map[string]*apiLimiter  // an API entry's limiter for its API, keyed by user (it is also in its group)
+	users  map[string]*group       // a user entry's group, keyed by user name
+	groups map[admit.Limits]*group // every group above, by limits: what Reload may reuse
 }
 
-// group holds the state of every pair whose rule is rule: one keyed limiter
-// per API, keyed by user within it. Pairs are identified by (rule, API, user),
-// which is what lets a Reload keep the state of every pair whose rule did not
-// change: the new snapshot reuses the group of each rule it shares with the old.
+// group holds the state of every pair whose limits are limits: one keyed
+// limiter per API, keyed by user within it. Pairs are identified by (limits,
+// API, user), which is what lets a Reload keep the state of every pair whose
+// limits did not change: the new snapshot reuses the group of each Limits it
+// shares with the old.
 type group struct {
-	rule  admit.Rule
-	build *builder
+	limits admit.Limits
+	build  *builder
 	// byAPI maps an API name to its *apiLimiter. Entries are added on first
-	// use and never removed; the group lives as long as a snapshot uses its rule.
+	// use and never removed; the group lives as long as a snapshot uses its
+	// limits.
 	byAPI sync.Map
 }
 
 // apiLimiter boxes a keyed limiter, so that a value loaded from a sync.Map is
 // a concrete pointer (a cheap type assertion, no interface conversion).
-type apiLimiter struct{ lim admit.KeyedLimiter }
+type apiLimiter struct {
+	lim   admit.KeyedLimiter
+	which whicher // lim's AllowNWhich for a composite; nil for one rule
+	g     *group  // the group the limiter belongs to, for its limits
+}
+
+// allowNWhich is lim.AllowNWhich for a composite, and AllowN and index 0 for
+// one rule.
+func (a *apiLimiter) allowNWhich(user string, n int) (admit.Decision, int) {
+	if a.which != nil {
+		return a.which.AllowNWhich(user, n)
+	}
+	return a.lim.AllowN(user, n), 0
+}
 
 // limiter returns the group's limiter for api, building it on first use. Two
 // callers racing to build it agree on one: LoadOrStore keeps the first stored,
 // and a limiter is used only once stored, so no pair ever starts twice.
-func (g *group) limiter(api string) (admit.KeyedLimiter, error) {
+func (g *group) limiter(api string) (*apiLimiter, error) {
 	if v, ok := g.byAPI.Load(api); ok {
-		return v.(*apiLimiter).lim, nil
+		return v.(*apiLimiter), nil
 	}
-	lim, err := g.build.newLimiter(g.rule)
+	lim, which, err := g.build.newLimiter(g.limits)
 	if err != nil {
 		return nil, err
 	}
 	// Our own copy of the name: the caller may reuse the memory behind api.
-	v, _ := g.byAPI.LoadOrStore(strings.Clone(api), &apiLimiter{lim})
-	return v.(*apiLimiter).lim, nil
+	v, _ := g.byAPI.LoadOrStore(strings.Clone(api), &apiLimiter{lim, which, g})
+	return v.(*apiLimiter), nil
 }
 
 // allowN is the hot path for a pair of the group: a lookup and the limiter's
@@ -143,30 +227,58 @@ func (g *group) allowN(api, user string, n int) admit.Decision {
 	if v, ok := g.byAPI.Load(api); ok {
 		return v.(*apiLimiter).lim.AllowN(user, n)
 	}
+	d, _ := g.allowNSlow(api, user, n)
+	return d
+}
+
+// allowNWhich is allowN with the index of the rule that bound.
+func (g *group) allowNWhich(api, user string, n int) (admit.Decision, int) {
+	if v, ok := g.byAPI.Load(api); ok {
+		return v.(*apiLimiter).allowNWhich(user, n)
+	}
 	return g.allowNSlow(api, user, n)
 }
 
 // allowNSlow builds the API's limiter, outlined so that allowN stays small.
-func (g *group) allowNSlow(api, user string, n int) admit.Decision {
-	lim, err := g.limiter(api)
+func (g *group) allowNSlow(api, user string, n int) (admit.Decision, int) {
+	a, err := g.limiter(api)
 	if err != nil {
-		// The factory built this rule's limiters at start-up and fails now:
-		// fail closed, and try again on the next request.
-		return admit.Decision{Limit: g.rule.Limit, RetryAfter: g.rule.Window}
+		// The factory built these limits' limiters at start-up and fails
+		// now: fail closed, and try again on the next request.
+		return g.failClosed()
 	}
-	return lim.AllowN(user, n)
+	return a.allowNWhich(user, n)
+}
+
+// failClosed is the denial of a request whose limiter cannot be built: the
+// rule with the longest Window binds (the first on a tie), with that Window
+// as RetryAfter.
+func (g *group) failClosed() (admit.Decision, int) {
+	bind := 0
+	for i := range g.limits.Len() {
+		if g.limits.At(i).Window > g.limits.At(bind).Window {
+			bind = i
+		}
+	}
+	r := g.limits.At(bind)
+	return admit.Decision{Limit: r.Limit, RetryAfter: r.Window}, bind
 }
 
 // NewService returns a Service that checks requests against book. It builds
-// a limiter for every rule of the book up front, so a rule or an option its
+// a limiter for every entry of the book up front, so a rule or an option its
 // variant rejects fails here, not at the first request.
 //
-// The limiters are built by the factory given with [WithFactory], such as
-// WithFactory(locked.New); without one, by [sharded.New], for every
-// algorithm. Every other option is passed on to the factory: WithClock(fake)
-// makes every limiter read the fake clock. A nil book, a book without a
-// default rule (the zero Book), an invalid option and a factory error are
-// errors.
+// The limiters of one-rule entries are built by the factory given with
+// [WithFactory], such as WithFactory(locked.New); without one, by
+// [sharded.New], for every algorithm. The limiters of composites are built
+// by the factory given with [WithLimitsFactory], such as
+// WithLimitsFactory(locked.NewLimits); without one, by [sharded.NewLimits],
+// unless WithFactory was given: then a composite in the book is an error
+// wrapping [admit.ErrUnsupported] that asks for WithLimitsFactory, rather
+// than limiters of two variants. Every other option is passed on to the
+// factories: WithClock(fake) makes every limiter read the fake clock. A nil
+// book, a book without a default rule (the zero Book), an invalid option and
+// a factory error are errors.
 func NewService(book *Book, opts ...admit.Option) (*Service, error) {
 	if book == nil {
 		return nil, errors.New("policy: NewService(nil): want a *Book from Parse, ParseJSON or Load")
@@ -176,14 +288,15 @@ func NewService(book *Book, opts ...admit.Option) (*Service, error) {
 		return nil, err // already "admit: invalid option: …"
 	}
 	factory, _ := set.Factory.(Factory)
+	limits, _ := set.LimitsFactory.(LimitsFactory)
 	passed := opts
-	if factory != nil {
-		// The factory's limiters get every other option as resolved, and
-		// not the factory, which they would refuse.
-		set.Factory = nil
+	if factory != nil || limits != nil {
+		// The factories' limiters get every other option as resolved, and
+		// not the factories, which they would refuse.
+		set.Factory, set.LimitsFactory = nil, nil
 		passed = []admit.Option{plumb.NewOption(func(s *plumb.Settings) error { *s = set; return nil }).(admit.Option)}
 	}
-	s := &Service{build: builder{factory: factory, opts: slices.Clone(passed)}}
+	s := &Service{build: builder{factory: factory, limits: limits, opts: slices.Clone(passed)}}
 	snap, err := s.compile(book, nil)
 	if err != nil {
 		return nil, err
@@ -197,39 +310,64 @@ func NewService(book *Book, opts ...admit.Option) (*Service, error) {
 func (s *Service) Check(user, api string) admit.Decision { return s.CheckN(user, api, 1) }
 
 // CheckN asks to admit n requests at once from user to api, all or nothing,
-// under the rule the current book gives the pair (see [Book.RuleFor]), with
-// the semantics of [admit.KeyedLimiter.AllowN]; the Decision's Limit is that
-// rule's Limit. Each call uses exactly one book, even when it races a Reload.
+// under the limits the current book gives the pair (see [Book.LimitsFor]),
+// with the semantics of [admit.KeyedLimiter.AllowN]; the Decision's Limit is
+// the rule's Limit, or for a composite the Limit of the rule that bound (see
+// [admit.Limits]). Each call uses exactly one book, even when it races a
+// Reload.
 //
-// On a pair seen before, CheckN makes no allocation. The first request of a
-// pair stores a copy of its names; the first request to an API under a rule
-// builds that (rule, API)'s limiter. Should the factory fail then, although it
-// built the same rule's limiters at start-up (no variant of admit does), the
-// request is denied with RetryAfter equal to the rule's Window, and the next
-// request tries again.
+// On a pair seen before, CheckN makes no allocation (for a composite, if the
+// WithLimitsFactory limiter makes none: the default's makes none). The first
+// request of a pair stores a copy of its names; the first request to an API
+// under some limits builds that (limits, API)'s limiter. Should the factory
+// fail then, although it built the same limits' limiters at start-up (no
+// variant of admit does), the request is denied with RetryAfter equal to the
+// Window of the rule (of the composite's rule with the longest Window), and
+// the next request tries again.
 func (s *Service) CheckN(user, api string, n int) admit.Decision {
 	snap := s.cur.Load()
 	if g := snap.users[user]; g != nil {
 		return g.allowN(api, user, n)
 	}
-	if lim := snap.apis[api]; lim != nil {
-		return lim.AllowN(user, n)
+	if a := snap.apis[api]; a != nil {
+		return a.lim.AllowN(user, n)
 	}
 	return snap.def.allowN(api, user, n)
 }
 
-// Reset forgets the state of the pair (user, api) under the rule the
-// current book gives it (see [Book.RuleFor]), as [admit.Resetter] does for a
+// CheckNWhich is [Service.CheckN] that also returns the limits the decision
+// was made under and the index in them of the rule that bound it (see
+// [admit.Limits]): on a denial, the rule that denied. The index is 0 for a
+// one-rule entry. The limits are those of the one book the call used, which
+// [Book.LimitsFor] of a book read at another moment may not match when the
+// call races a Reload.
+func (s *Service) CheckNWhich(user, api string, n int) (admit.Decision, admit.Limits, int) {
+	snap := s.cur.Load()
+	if g := snap.users[user]; g != nil {
+		d, i := g.allowNWhich(api, user, n)
+		return d, g.limits, i
+	}
+	if a := snap.apis[api]; a != nil {
+		d, i := a.allowNWhich(user, n)
+		return d, a.g.limits, i
+	}
+	d, i := snap.def.allowNWhich(api, user, n)
+	return d, snap.def.limits, i
+}
+
+// Reset forgets the state of the pair (user, api) under the limits the
+// current book gives it (see [Book.LimitsFor]), as [admit.Resetter] does for a
 // key: the pair's next Check sees a fresh budget at its own reading, a
 // Check of the pair concurrent with Reset is ordered before or after it,
 // never lost or counted twice, and every other pair's budget is untouched,
 // another API's for the same user included. It uses exactly one book, even
-// when it races a Reload; state the pair keeps under another rule (one a
-// Reload may return to) is not reset.
+// when it races a Reload; state the pair keeps under other limits (ones a
+// Reload may return to) is not reset. For a composite, every rule's state
+// is reset together.
 //
-// A pair whose (rule, API) limiter was never built has nothing to reset,
+// A pair whose (limits, API) limiter was never built has nothing to reset,
 // and Reset returns nil. If that limiter has no Reset (one built by a
-// [WithFactory] factory of your own), Reset returns an error wrapping
+// [WithFactory] or [WithLimitsFactory] factory of your own), Reset returns an error wrapping
 // [admit.ErrUnsupported] and resets nothing. Reset builds nothing, and it
 // takes no lock shared by all pairs.
 func (s *Service) Reset(user, api string) error {
@@ -237,8 +375,8 @@ func (s *Service) Reset(user, api string) error {
 	var lim admit.KeyedLimiter
 	if g := snap.users[user]; g != nil {
 		lim = g.built(api)
-	} else if l := snap.apis[api]; l != nil {
-		lim = l
+	} else if a := snap.apis[api]; a != nil {
+		lim = a.lim
 	} else {
 		lim = snap.def.built(api)
 	}
@@ -272,13 +410,16 @@ func (s *Service) Book() *Book { return s.cur.Load().book }
 // or has no default rule, Reload returns the error and the old book stays in
 // force.
 //
-// A pair whose rule is the same in both books (the same Algorithm, Limit and
-// Window, wherever the rule comes from) keeps its state: a reload never hands
-// out a fresh budget (a full bucket, an empty window) to a pair whose rule did
-// not change. A pair whose rule changed continues under the new rule with the
-// state it has under that rule: fresh, unless it ran under that same rule
-// before and the rule stayed in use in between, in which case it resumes
-// that earlier state. State kept for rules no longer in the book is released.
+// A pair whose limits are the same in both books (the same rules, each of the
+// same Algorithm, Limit and Window, in the same order, wherever the limits
+// come from) keeps its state: a reload never hands out a fresh budget (a full
+// bucket, an empty window) to a pair whose limits did not change. A pair
+// whose limits changed continues under the new limits with the state it has
+// under them: fresh, unless it ran under those same limits before and they
+// stayed in use in between, in which case it resumes that earlier state.
+// State kept for limits no longer in the book is released. A composite is
+// one set of limits: changing or adding one of its rules makes the pair's
+// budget fresh under every rule of the new composite.
 //
 // Reloads are serialized with each other; Checks go on during a Reload.
 func (s *Service) Reload(book *Book) error {
@@ -296,7 +437,7 @@ func (s *Service) Reload(book *Book) error {
 }
 
 // compile builds the snapshot of book, reusing the groups of old (nil at
-// start-up) whose rule it keeps. It touches no shared state until every
+// start-up) whose limits it keeps. It touches no shared state until every
 // limiter it needs is built, so a failure leaves old as it was.
 func (s *Service) compile(book *Book, old *snapshot) (*snapshot, error) {
 	if err := book.validate(); err != nil {
@@ -305,31 +446,30 @@ func (s *Service) compile(book *Book, old *snapshot) (*snapshot, error) {
 	book = book.clone()
 	snap := &snapshot{
 		book:   book,
-		apis:   make(map[string]admit.KeyedLimiter, len(book.apis)),
+		apis:   make(map[string]*apiLimiter, len(book.apis)),
 		users:  make(map[string]*group, len(book.users)),
-		groups: map[admit.Rule]*group{},
+		groups: map[admit.Limits]*group{},
 	}
-	fresh := map[*group]bool{} // groups new in this snapshot, whose rule no limiter has proven yet
-	groupFor := func(r admit.Rule) *group {
-		if g := snap.groups[r]; g != nil {
+	fresh := map[*group]bool{} // groups new in this snapshot, whose limits no limiter has proven yet
+	groupFor := func(l admit.Limits) *group {
+		if g := snap.groups[l]; g != nil {
 			return g
 		}
-		g := old.group(r)
+		g := old.group(l)
 		if g == nil {
-			g = &group{rule: r, build: &s.build}
+			g = &group{limits: l, build: &s.build}
 			fresh[g] = true
 		}
-		snap.groups[r] = g
+		snap.groups[l] = g
 		return g
 	}
 	type pending struct {
-		g   *group
 		api string
-		lim admit.KeyedLimiter
+		a   *apiLimiter
 	}
 	var built []pending
 	for _, e := range book.Rules() {
-		g := groupFor(e.Rule)
+		g := groupFor(e.Limits)
 		switch e.Scope {
 		case Default:
 			snap.def = g
@@ -337,24 +477,24 @@ func (s *Service) compile(book *Book, old *snapshot) (*snapshot, error) {
 			snap.users[e.Name] = g
 		case API:
 			if v, ok := g.byAPI.Load(e.Name); ok {
-				// The API ran under this rule already (as an API rule, or by
-				// default): its users keep their state.
-				snap.apis[e.Name] = v.(*apiLimiter).lim
+				// The API ran under these limits already (as an API entry,
+				// or by default): its users keep their state.
+				snap.apis[e.Name] = v.(*apiLimiter)
 				continue
 			}
-			lim, err := s.build.newLimiter(e.Rule)
+			lim, which, err := s.build.newLimiter(e.Limits)
 			if err != nil {
 				return nil, fmt.Errorf("policy: building the limiter of %s: %w", e, err)
 			}
-			built = append(built, pending{g, e.Name, lim})
+			built = append(built, pending{e.Name, &apiLimiter{lim, which, g}})
 			delete(fresh, g)
 		}
 	}
-	// Prove the factory on the rules no API limiter was built for, so that a
-	// rule it rejects fails now rather than at the first request.
+	// Prove the factory on the limits no API limiter was built for, so that
+	// limits it rejects fail now rather than at the first request.
 	for _, e := range book.Rules() {
-		if g := snap.groups[e.Rule]; fresh[g] {
-			if _, err := s.build.newLimiter(g.rule); err != nil {
+		if g := snap.groups[e.Limits]; fresh[g] {
+			if _, _, err := s.build.newLimiter(g.limits); err != nil {
 				return nil, fmt.Errorf("policy: building the limiter of %s: %w", e, err)
 			}
 			delete(fresh, g)
@@ -362,16 +502,16 @@ func (s *Service) compile(book *Book, old *snapshot) (*snapshot, error) {
 	}
 	// Nothing can fail from here on.
 	for _, p := range built {
-		v, _ := p.g.byAPI.LoadOrStore(p.api, &apiLimiter{p.lim})
-		snap.apis[p.api] = v.(*apiLimiter).lim
+		v, _ := p.a.g.byAPI.LoadOrStore(p.api, p.a)
+		snap.apis[p.api] = v.(*apiLimiter)
 	}
 	return snap, nil
 }
 
-// group returns the snapshot's group for r, or nil; s may be nil.
-func (s *snapshot) group(r admit.Rule) *group {
+// group returns the snapshot's group for l, or nil; s may be nil.
+func (s *snapshot) group(l admit.Limits) *group {
 	if s == nil {
 		return nil
 	}
-	return s.groups[r]
+	return s.groups[l]
 }
