@@ -19,8 +19,11 @@ import (
 const checkUsage = `usage: admit check -rules FILE [< requests]
 
 Validate a rule file: JSON if its name ends in .json, else the properties
-format (default = token-bucket,5,10 / api./login = … / user.vip-1 = …).
-An invalid file is reported on standard error, with its line, and exits 1.
+format (default = token-bucket,5,10 / api./login = … / user.vip-1 = …,
+where a composite joins rules that all apply with +:
+token-bucket,10,1s + fixed-window,1000,1h). A valid file is printed back
+in canonical form; an invalid one is reported on standard error, with its
+line, and exits 1.
 
 If standard input is not a terminal, check then reads requests from it, one
 per line, and prints each decision:
@@ -85,7 +88,8 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// summarize prints the rules of a valid book, aligned.
+// summarize prints the entries of a valid book, aligned, each in canonical
+// form (a composite's rules joined by " + ").
 func summarize(w io.Writer, file string, book *policy.Book) {
 	noun := "rules"
 	if book.Len() == 1 {
@@ -97,12 +101,13 @@ func summarize(w io.Writer, file string, book *policy.Book) {
 		width = max(width, min(len(e.Key()), 32))
 	}
 	for _, e := range book.Rules() {
-		fmt.Fprintf(w, "  %-*s = %v\n", width, e.Key(), e.Rule)
+		fmt.Fprintf(w, "  %-*s = %v\n", width, e.Key(), e.Limits)
 	}
 }
 
 // checkRequests reads request lines from r and prints the decision of each
-// request.
+// request, and the entry that applied; for a composite, also the rule that
+// bound the decision (on a denial, the rule that denied).
 func checkRequests(r io.Reader, w io.Writer, svc *policy.Service, fake *clock.Fake) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 256), maxRequestLine+2)
@@ -124,13 +129,17 @@ func checkRequests(r io.Reader, w io.Writer, svc *policy.Service, fake *clock.Fa
 		fake.Advance(req.advance)
 		book := svc.Book()
 		for i := 1; i <= req.n; i++ {
-			d := svc.Check(req.user, req.api)
+			d, limits, which := svc.CheckNWhich(req.user, req.api, 1)
 			verdict := "allowed"
 			if !d.Allowed {
 				verdict = "denied"
 			}
-			fmt.Fprintf(bw, "t=%v %s %s #%d: %s remaining=%d retry-after=%s reset-after=%v (%v)\n",
-				fake.Now(), req.user, req.api, i, verdict, d.Remaining, retryAfter(d), d.ResetAfter, book.EntryFor(req.user, req.api))
+			bound := ""
+			if limits.Len() > 1 {
+				bound = fmt.Sprintf(" bound-by=%v", limits.At(which))
+			}
+			fmt.Fprintf(bw, "t=%v %s %s #%d: %s remaining=%d retry-after=%s reset-after=%v%s (%v)\n",
+				fake.Now(), req.user, req.api, i, verdict, d.Remaining, retryAfter(d), d.ResetAfter, bound, book.EntryFor(req.user, req.api))
 		}
 	}
 	if err := sc.Err(); err != nil {

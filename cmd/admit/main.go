@@ -33,6 +33,11 @@
 //	t=0s alice /login #3: denied remaining=0 retry-after=10s reset-after=10s (api./login = fixed-window,2,10s)
 //	t=8s alice /login #1: denied remaining=0 retry-after=2s reset-after=2s (api./login = fixed-window,2,10s)
 //
+// A composite entry (rules that all apply at once, joined by " + ") is
+// printed in canonical form, and each of its decisions also names the rule
+// that bound it, bound-by=fixed-window,1000,1h for instance: on a denial,
+// the rule that denied.
+//
 // Usage errors exit with status 2.
 package main
 

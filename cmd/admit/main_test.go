@@ -115,11 +115,55 @@ func TestCheckValid(t *testing.T) {
 	assert.Equal(t, path+": 1 rule, valid\n  default = sliding-log,3,1s\n", out.String())
 }
 
+// TestCheckComposite: a book with composites, in either format, is printed
+// in canonical form, and each decision of a composite names the rule that
+// bound it.
+func TestCheckComposite(t *testing.T) {
+	const summary = `: 3 rules, valid
+  default    = token-bucket,2,1s + fixed-window,5,1h
+  api./login = fixed-window,2,10s
+  user.vip-1 = token-bucket,4,1s + sliding-log,6,1m
+`
+	for _, tc := range []struct{ name, text string }{
+		{"rules.conf", "default = token-bucket,2,1 +fixed-window,5,1h\napi./login = fixed-window,2,10\nuser.vip-1 = token-bucket,4,1s+sliding-window,6,60\n"},
+		{"rules.json", `{"default": ["token-bucket,2,1", {"algorithm": "FixedWindow", "algoConfig": {"maxRequests": 5, "windowMs": 3600000}}], "apis": {"/login": ["fixed-window,2,10"]}, "users": {"vip-1": "token-bucket,4,1s + sliding-log,6,1m"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, tc.name, tc.text)
+			var out, errOut bytes.Buffer
+			assert.Equal(t, 0, run([]string{"check", "-rules", path}, nil, &out, &errOut))
+			assert.Empty(t, errOut.String())
+			assert.Equal(t, path+summary, out.String())
+		})
+	}
+
+	path := writeFile(t, "rules.conf", "default = token-bucket,2,1s + fixed-window,5,1h\napi./login = fixed-window,2,10\n")
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"check", "-rules", path}, strings.NewReader("alice /orders 3\nalice /orders 2 +1s\nalice /orders 2 +3s\nalice /login\n"), &out, &errOut), errOut.String())
+	assert.Empty(t, errOut.String())
+	const def = " (default = token-bucket,2,1s + fixed-window,5,1h)\n"
+	assert.Equal(t, path+`: 2 rules, valid
+  default    = token-bucket,2,1s + fixed-window,5,1h
+  api./login = fixed-window,2,10s
+t=0s alice /orders #1: allowed remaining=1 retry-after=0s reset-after=1h0m0s bound-by=token-bucket,2,1s`+def+
+		`t=0s alice /orders #2: allowed remaining=0 retry-after=0s reset-after=1h0m0s bound-by=token-bucket,2,1s`+def+
+		`t=0s alice /orders #3: denied remaining=0 retry-after=500ms reset-after=1h0m0s bound-by=token-bucket,2,1s`+def+
+		`t=1s alice /orders #1: allowed remaining=1 retry-after=0s reset-after=59m59s bound-by=token-bucket,2,1s`+def+
+		`t=1s alice /orders #2: allowed remaining=0 retry-after=0s reset-after=59m59s bound-by=token-bucket,2,1s`+def+
+		`t=4s alice /orders #1: allowed remaining=0 retry-after=0s reset-after=59m56s bound-by=fixed-window,5,1h`+def+
+		`t=4s alice /orders #2: denied remaining=0 retry-after=59m56s reset-after=59m56s bound-by=fixed-window,5,1h`+def+
+		`t=4s alice /login #1: allowed remaining=1 retry-after=0s reset-after=6s (api./login = fixed-window,2,10s)
+`, out.String())
+}
+
 func TestCheckInvalid(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
 		{"bad.conf", "default = token-bucket,5,10\n\napi./login = fixed-window,0,10\n", "line 3: api./login: admit: invalid rule: limit 0 must be at least 1 (a rule that admits nothing is not a rate limit)\n"},
 		{"bad.conf", "default = token-bucket,5,10\nendpoint./x = fixed-window,1,10\n", `line 2: unknown name "endpoint./x"; want default, api.<api> (such as api./login) or user.<user> (such as user.vip-1)` + "\n"},
 		{"bad.json", "{\"default\": \"token-bucket,5,10\",\n \"apis\": {\"/login\": {\"algorithm\": \"TokenBucket\", \"algoConfig\": {\"capacity\": 10, \"refillRatePerSecond\": null}}}}", `line 2: apis["/login"].algoConfig.refillRatePerSecond: null is not a number; want a number such as 10` + "\n"},
+		{"bad.conf", "default = token-bucket,5,10\nuser.vip-1 = token-bucket,10,1s + fixed-window,1000,1h + sliding-log,0,1m\n", "line 2: user.vip-1: rule 3 of 3: admit: invalid rule: limit 0 must be at least 1 (a rule that admits nothing is not a rate limit)\n"},
+		{"bad.conf", "default = token-bucket,5,10 + token-bucket,5,10s\n", "line 1: default: admit: invalid rule: rule 2, token-bucket,5,10s, repeats rule 1; each rule of a composite must differ\n"},
+		{"bad.json", "{\"default\": \"token-bucket,5,10\",\n \"apis\": {\"/search\": [\"token-bucket,10,1s\",\n {\"algorithm\": \"FixedWindow\", \"algoConfig\": {\"maxRequests\": 1000, \"windowMs\": 0}}]}}", `line 3: apis["/search"][1].algoConfig.windowMs: rule 2 of 2: 0 must be at least 1` + "\n"},
 	} {
 		path := writeFile(t, tc.name, tc.text)
 		var out, errOut bytes.Buffer
