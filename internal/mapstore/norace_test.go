@@ -1,0 +1,5 @@
+//go:build !race
+
+package mapstore
+
+const raceEnabled = false
