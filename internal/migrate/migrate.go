@@ -1,0 +1,69 @@
+// Package migrate is the protocol by which a keyed store hands keys to
+// another when the limits of some of its keys change: a policy.Service
+// Reload moves each pair whose limits changed from its old limiter to its
+// new one, carrying its state (kernel.Convert), while Checks go on.
+//
+// A Service's limiters are shared (one per limits and API, keyed by user),
+// so a store is never sealed whole: keys move one by one. The store
+// primitives are Take (remove a key and return its state, linearizable with
+// decisions on it), Put (store a key with a given state unless held) and
+// Keys (list the keys, for the Reload's pass over them); the Service's say
+// over a store's new keys is Hooks, which the store consults only on the
+// insertion path of a key it does not hold. docs/design.md ("How a key
+// moves") has the protocol and why no admission is lost or counted twice.
+package migrate
+
+import (
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/kernel"
+)
+
+// Store is a keyed store whose keys can move to another store.
+type Store interface {
+	// Limits returns the limits the store enforces: a one-rule Limits
+	// for a single rule's store.
+	Limits() admit.Limits
+
+	// Take removes key from the store and writes its state, as parts of
+	// Limits (len(into) == Limits().Len()), to into; it reports whether the
+	// store held the key. It works under the key's shard mutex: a decision
+	// on key concurrent with Take is ordered before it (its effect is in
+	// the state taken) or after it (it finds the key missing and goes to
+	// the insertion path, where Hooks.Keep refuses it). A lock-free store
+	// freezes the key's word or cell first, so that a call holding a stale
+	// pointer cannot decide on it after Take. A hold (a reservation that may
+	// still be cancelled) is dropped, as Reset drops it.
+	Take(key string, into []kernel.PartState) bool
+
+	// Put stores key with the state from (parts of Limits) if the store
+	// does not hold it, and reports whether it stored it. It may exceed the
+	// store's key bound rather than drop a carried state.
+	Put(key string, from []kernel.PartState) bool
+
+	// Keys calls yield with every key the store holds (a snapshot of each
+	// shard, taken under its mutex) until yield returns false, and
+	// reports whether it could: a store of hashed keys has no keys to give.
+	Keys(yield func(key string) bool) bool
+
+	// SetHooks installs h (nil removes them). The store reads them only on
+	// the insertion path of a key it does not hold.
+	SetHooks(h *Hooks)
+}
+
+// Hooks are a Service's say over a store's new keys.
+type Hooks struct {
+	// Adopt is called with a call's key that the store does not hold,
+	// before the store takes any lock of its own; it may Put the key,
+	// moving it from another store. Nil: nothing to adopt.
+	Adopt func(key string)
+
+	// Keep is called under the key's shard mutex before the store inserts
+	// key. False means the key no longer belongs in this store (its pair's
+	// limits changed): the store must not insert it, and decides the call
+	// with Redirect after releasing the mutex. Nil: keep every key.
+	Keep func(key string) bool
+
+	// Redirect decides a call the store refused to keep: n requests for
+	// key, returning the decision and the index of the rule that bound.
+	Redirect func(key string, n int) (admit.Decision, int)
+}
