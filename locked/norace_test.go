@@ -1,0 +1,5 @@
+//go:build !race
+
+package locked_test
+
+const raceEnabled = false
