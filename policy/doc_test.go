@@ -35,6 +35,14 @@ func TestConfigurationDocMessages(t *testing.T) {
 		{"JSON byte order mark", "\uFEFF{\"default\": \"token-bucket,5,10\"}", true},
 		{"JSON empty", " ", true},
 		{"JSON syntax", "{\n\"default\": \"token-bucket,5,10\",\n}", true},
+		{"bad rule of a composite", def + "api./search = token-bucket,10,1s + fixed-windw,1000,1h\n", false},
+		{"a rule twice in a composite", def + "user.u = token-bucket,10,1s + fixed-window,5,1h + token-bucket,10,1\n", false},
+		{"more than 8 rules", def + "api.x = " + strings.TrimSuffix(strings.Repeat("token-bucket,1,1+", 9), "+") + "\n", false},
+		{"JSON bad rule of a composite", "{\"default\": \"token-bucket,5,10\",\n \"apis\": {\"/search\": [\"token-bucket,10,1s\",\n \"fixed-window,0,1h\"]}}", true},
+		{"JSON bad parameter in a composite", `{"default": ["token-bucket,10,1s", {"algorithm": "FixedWindow", "algoConfig": {"maxRequests": 0, "windowMs": 1000}}, "sliding-log,5,1s"]}`, true},
+		{"JSON a rule twice in a composite", "{\"default\": [\"token-bucket,10,1s\", \"fixed-window,5,1h\",\n{\"algorithm\": \"TokenBucket\", \"algoConfig\": {\"capacity\": 10, \"refillRatePerSecond\": 10}}]}", true},
+		{"JSON empty array", `{"default": "token-bucket,5,10", "users": {"u": []}}`, true},
+		{"JSON more than 8 rules", `{"default": ["fixed-window,1,1s", "fixed-window,2,1s", "fixed-window,3,1s", "fixed-window,4,1s", "fixed-window,5,1s", "fixed-window,6,1s", "fixed-window,7,1s", "fixed-window,8,1s", "fixed-window,9,1s"]}`, true},
 	} {
 		var err error
 		if tc.json {

@@ -103,6 +103,29 @@ func ExampleService_Reload() {
 	// Output: false true
 }
 
+// A composite, 2 per second and 3 per minute, and the rule that bound each
+// decision.
+func ExampleService_CheckNWhich() {
+	book := mustParse("default = token-bucket,2,1s + fixed-window,3,1m\n")
+	fake := clock.NewFake()
+	svc, err := policy.NewService(book, admit.WithClock(fake))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, at := range []time.Duration{0, 0, 0, time.Second, time.Second} {
+		fake.Set(at)
+		d, limits, which := svc.CheckNWhich("alice", "/orders", 1)
+		fmt.Println(at, d.Allowed, d.Remaining, d.RetryAfter, limits.At(which))
+	}
+	// Output:
+	// 0s true 1 0s token-bucket,2,1s
+	// 0s true 0 0s token-bucket,2,1s
+	// 0s false 0 500ms token-bucket,2,1s
+	// 1s true 0 0s fixed-window,3,1m
+	// 1s false 0 59s fixed-window,3,1m
+}
+
 func mustParse(text string) *policy.Book {
 	b, err := policy.Parse(strings.NewReader(text))
 	if err != nil {
