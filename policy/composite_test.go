@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -342,5 +343,102 @@ func TestServiceCompositeFirstUseRace(t *testing.T) {
 		close(start)
 		wg.Wait()
 		require.Equal(t, int64(10), n.Load(), "40 first requests of one pair admitted")
+	}
+}
+
+// TestReloadRaceComposite checks composite pairs while another goroutine
+// reloads between two books: every decision is made under one of the two
+// books' limits for its pair, and the pairs whose composite both books share
+// keep their state: with the clock frozen, exactly its smallest Limit of
+// their requests pass over the whole run.
+func TestReloadRaceComposite(t *testing.T) {
+	bookA := parse(t, `
+default    = token-bucket,30,1h + fixed-window,40,1h
+api./flip  = fixed-window,10,1h + sliding-log,20,1h
+api./same  = sliding-counter,20,1h + token-bucket,25,1h
+user.vip   = token-bucket,40,1h
+`)
+	bookB := parse(t, `
+default    = token-bucket,30,1h + fixed-window,40,1h
+api./flip  = fixed-window,11,1h + sliding-log,20,1h
+api./same  = sliding-counter,20,1h + token-bucket,25,1h
+user.vip   = token-bucket,40,1h + fixed-window,45,1h
+`)
+	type pair struct{ user, api string }
+	var pairs []pair
+	for _, u := range []string{"alice", "bob", "vip"} {
+		for _, a := range []string{"/orders", "/flip", "/same"} {
+			pairs = append(pairs, pair{u, a})
+		}
+	}
+	stable := map[pair]int{}
+	for _, p := range pairs {
+		if la, lb := bookA.LimitsFor(p.user, p.api), bookB.LimitsFor(p.user, p.api); la == lb {
+			stable[p] = la.Limit()
+		}
+	}
+	require.Len(t, stable, 4, "alice and bob on /orders and /same")
+
+	s := service(t, bookA, admit.WithClock(clock.NewFake()))
+	rounds := 100
+	if testing.Short() {
+		rounds = 25
+	}
+	var (
+		wg       sync.WaitGroup
+		admitted = make([]atomic.Int64, len(pairs))
+		stop     atomic.Bool
+		start    = make(chan struct{})
+		errs     = make(chan string, 16)
+	)
+	for g := range 4 {
+		wg.Go(func() {
+			<-start
+			for r := 0; r < rounds || !stop.Load(); r++ {
+				for i := range pairs {
+					k := (i + g) % len(pairs)
+					p := pairs[k]
+					d, l, which := s.CheckNWhich(p.user, p.api, 1)
+					if la, lb := bookA.LimitsFor(p.user, p.api), bookB.LimitsFor(p.user, p.api); l != la && l != lb {
+						select {
+						case errs <- fmt.Sprintf("CheckNWhich(%q, %q) under %v, want %v (book A) or %v (book B)", p.user, p.api, l, la, lb):
+						default:
+						}
+					} else if which < 0 || which >= l.Len() || d.Limit != l.At(which).Limit {
+						select {
+						case errs <- fmt.Sprintf("CheckNWhich(%q, %q) = %+v, rule %d of %v", p.user, p.api, d, which, l):
+						default:
+						}
+					}
+					if d.Allowed {
+						admitted[k].Add(1)
+					}
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		<-start
+		for i := range 2 * rounds {
+			book := bookA
+			if i%2 == 0 {
+				book = bookB
+			}
+			if err := s.Reload(book); err != nil {
+				errs <- err.Error()
+			}
+		}
+		stop.Store(true)
+	})
+	close(start)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	for i, p := range pairs {
+		if limit, ok := stable[p]; ok {
+			assert.Equal(t, int64(limit), admitted[i].Load(), "admitted for (%q, %q), whose composite never changed", p.user, p.api)
+		}
 	}
 }
