@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/admit-go/admit"
+	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/locked"
 	"github.com/admit-go/admit/policy"
@@ -267,14 +268,17 @@ user.vip-1 = sliding-log,2,1h + sliding-counter,3,1h
 func TestServiceResetComposite(t *testing.T) {
 	for _, f := range []struct {
 		name string
+		book string
 		opts []admit.Option
 	}{
-		{"default", nil},
-		{"locked", []admit.Option{policy.WithFactory(locked.New), policy.WithLimitsFactory(locked.NewLimits)}},
+		{"default", compositeBook, nil},
+		// atomic has no sliding log: a sliding counter stands in for it.
+		{"atomic", strings.Replace(compositeBook, "sliding-log", "sliding-counter", 1), []admit.Option{policy.WithFactory(admitatomic.New), policy.WithLimitsFactory(admitatomic.NewLimits)}},
+		{"locked", compositeBook, []admit.Option{policy.WithFactory(locked.New), policy.WithLimitsFactory(locked.NewLimits)}},
 	} {
 		t.Run(f.name, func(t *testing.T) {
 			fake := clock.NewFake()
-			s := service(t, parse(t, compositeBook), append(f.opts, admit.WithClock(fake))...)
+			s := service(t, parse(t, f.book), append(f.opts, admit.WithClock(fake))...)
 			require.Equal(t, 2, spend(t, s, "alice", "/orders"))
 			require.Equal(t, 2, spend(t, s, "bob", "/orders"))
 			require.Equal(t, 4, spend(t, s, "vip-1", "/orders"))
@@ -283,7 +287,7 @@ func TestServiceResetComposite(t *testing.T) {
 			require.NoError(t, s.Reset("vip-1", "/orders"))
 			d, _, _ := s.CheckNWhich("alice", "/orders", 0)
 			assert.Equal(t, allowed(2, 2, 0), d, "alice's window is fresh too")
-			assert.Equal(t, 4, spend(t, s, "vip-1", "/orders"), "vip-1's log is fresh too")
+			assert.Equal(t, 4, spend(t, s, "vip-1", "/orders"), "vip-1's second rule is fresh too")
 			d, _, which := s.CheckNWhich("bob", "/orders", 0)
 			assert.Equal(t, allowed(2, 2, time.Hour-time.Second), d, "bob's window is untouched")
 			assert.Zero(t, which)
