@@ -1,7 +1,9 @@
 // Package locked is admit's plainest variant: each algorithm's kernel run
 // under a mutex, for one key ([NewLimiter]) or many ([New], keys striped over
-// padded mutexes). Pick it for the sliding log on one key (package atomic has
-// no sliding log), for the simplest code to read, or as an oracle in your own
+// padded mutexes), and the same for composite limits ([admit.Limits]:
+// several rules on one key, all or nothing) with [NewLimitsLimiter] and
+// [NewLimits]. Pick it for the sliding log on one key (package atomic has no
+// sliding log), for the simplest code to read, or as an oracle in your own
 // tests; for one key of the other algorithms pick package atomic, and for
 // many keys package sharded. All three give the same decisions for the same
 // calls.

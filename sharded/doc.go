@@ -21,8 +21,9 @@
 // [admit.WithHashedKeys] a slot is 16 bytes and a key 18 to 23. The sliding
 // log, and sliding counters whose state does not pack, keep each key's state
 // behind a pointer in a Go map per shard (a ring of Limit timestamps for the
-// log), with a copy of each key. A call on an existing key allocates
-// nothing. A key is stored only once it has admitted something.
+// log), with a copy of each key; so do composite limits ([NewLimits]), all
+// the rules of a key in one state of 32 bytes per rule. A call on an
+// existing key allocates nothing. A key is stored only once it has admitted something.
 // docs/keyed-stores.md has the layout and the measured bytes per key.
 //
 // # Concurrency

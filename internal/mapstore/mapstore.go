@@ -20,7 +20,9 @@
 // Insertions sweep a few keys (sweep), a shrunken map is rebuilt (evicted),
 // and with admit.WithMaxKeys a new key in a full store makes room or is
 // denied (makeRoom, internal/evict.MakeRoom). Token-bucket stores also hand
-// out reservations, with a hold per waiting key (reserve.go).
+// out reservations, with a hold per waiting key (reserve.go). Composite
+// limits (NewLimits) keep all the rules of a key in one state, decided
+// together through kernel.Composite (composite.go, composite_reserve.go).
 // docs/keyed-stores.md has the protocol and its proof.
 package mapstore
 
