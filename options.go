@@ -12,7 +12,8 @@ import (
 // (atomic, locked, sharded); a bad option makes the constructor return an error
 // wrapping [ErrInvalidOption], and an option a constructor cannot honour one
 // wrapping [ErrUnsupported]: never a panic and never a silent default. Build
-// options with the With functions of this package (and policy.WithFactory).
+// options with the With functions of this package (and policy.WithFactory and
+// policy.WithLimitsFactory).
 type Option interface {
 	apply(*plumb.Settings) error
 }
