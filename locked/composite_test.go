@@ -11,9 +11,19 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/conformance"
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/locked"
 )
+
+func TestCompositeConformance(t *testing.T) {
+	conformance.RunComposite(t, conformance.CompositeVariant{
+		Name:             "locked",
+		NewLimits:        locked.NewLimits,
+		NewLimitsLimiter: locked.NewLimitsLimiter,
+		Supports:         func(admit.Algorithm) bool { return true },
+	})
+}
 
 func mustLimits(t testing.TB, text string) admit.Limits {
 	t.Helper()

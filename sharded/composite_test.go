@@ -11,10 +11,30 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/conformance"
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/mapstore"
 	"github.com/admit-go/admit/sharded"
 )
+
+func TestCompositeConformance(t *testing.T) {
+	t.Run("keys=full", func(t *testing.T) {
+		conformance.RunComposite(t, conformance.CompositeVariant{
+			Name:      "sharded",
+			NewLimits: sharded.NewLimits,
+			Supports:  func(admit.Algorithm) bool { return true },
+		})
+	})
+	t.Run("keys=hashed", func(t *testing.T) {
+		conformance.RunComposite(t, conformance.CompositeVariant{
+			Name: "sharded-hashed",
+			NewLimits: func(l admit.Limits, opts ...admit.Option) (admit.KeyedLimiter, error) {
+				return sharded.NewLimits(l, append(opts, admit.WithHashedKeys())...)
+			},
+			Supports: func(admit.Algorithm) bool { return true },
+		})
+	})
+}
 
 func mustLimits(t testing.TB, text string) admit.Limits {
 	t.Helper()
