@@ -31,7 +31,7 @@ type CompositeVariant struct {
 	Supports func(admit.Algorithm) bool
 	// AllowAllocs is the most allocations one admitted Allow of the Limits
 	// "token-bucket,10,1s + fixed-window,1000,1h" on an existing key may
-	// make.
+	// make; a denied one may make none, as for a single rule.
 	AllowAllocs float64
 	// Remote marks a variant whose state lives in another process, as
 	// Variant.Remote does: its allocations are not counted, it refuses the
