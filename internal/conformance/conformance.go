@@ -4,7 +4,9 @@
 // of constructors. A new variant is covered by calling [Run] from its tests.
 // Keyed stores that evict idle keys also pass the keyed-store checks (lossless
 // eviction, the deterministic eviction races, bounded memory, the full-store
-// policy), for which their tests wire [StoreHooks].
+// policy), for which their tests wire [StoreHooks]. Composite limits
+// (admit.Limits of several rules) have their own suite, [RunComposite],
+// which checks them against kernel.Composite.
 package conformance
 
 import (
