@@ -194,3 +194,142 @@ func (b *identitylessReserver) CancelReservation(key string, r admit.Reservation
 	m := b.made[reservation.Ticket(r)-1]
 	return b.k.Cancel(b.state(key), now, m.before, m.after) // BUG: no identity: any reservation that left this state
 }
+
+// perRuleCAS is a composite limiter (admit.Limits) that keeps each rule's
+// state in its own atomic word (a pointer to a state never modified once
+// published) and decides and charges the rules one CompareAndSwap at a
+// time, never all of them at once. Which BUG it has is its mode; each is a
+// tempting way to build a lock-free composite from the lock-free cells of
+// its rules.
+type perRuleCAS struct {
+	sp    *compositeSpec
+	cells []atomic.Pointer[ruleWord] // one per rule, in order
+	clock clock.Clock
+	mode  perRuleMode
+}
+
+// ruleWord is one rule's state in a perRuleCAS.
+type ruleWord struct{ s any }
+
+type perRuleMode int
+
+const (
+	// chargeInTurn decides and charges the first rule by its own CAS, then
+	// the second, and so on; a rule that denies returns the denial, and the
+	// rules charged before it stay charged. No concurrency is needed: every
+	// request that an earlier rule admits and a later one denies spends
+	// the earlier rule's budget for nothing.
+	chargeInTurn perRuleMode = iota
+	// checkThenCharge decides every rule on its loaded word first (if one
+	// denies, nothing is charged), then charges them one CAS at a time; a
+	// CAS that fails decides that rule again on its new word, and if it now
+	// denies (a concurrent request took its last units between the check
+	// and the charge), returns the denial with the rules before it charged.
+	// One goroutine alone gets exactly the composite's decisions.
+	checkThenCharge
+	// firstWordCAS decides every rule on its loaded word, then publishes
+	// the first rule's word by CAS (retrying the whole decision if it
+	// fails) and the other words by Store: as if the first word's CAS
+	// guarded them all. Two requests that both pass the first CAS, the
+	// second having loaded the other words before the first stored them,
+	// charge the later rules once between them: those rules over-admit.
+	firstWordCAS
+)
+
+func newPerRuleCAS(ls admit.Limits, clk clock.Clock, mode perRuleMode) *perRuleCAS {
+	c := &perRuleCAS{sp: newCompositeSpec(ls), cells: make([]atomic.Pointer[ruleWord], ls.Len()), clock: clk, mode: mode}
+	for i, p := range c.sp.parts {
+		c.cells[i].Store(&ruleWord{p.init()})
+	}
+	return c
+}
+
+// charge decides n on rule i's word and publishes the result by CAS,
+// deciding again on the new word until the CAS succeeds or the rule denies.
+func (c *perRuleCAS) charge(i int, now time.Duration, n int) admit.Decision {
+	for {
+		old := c.cells[i].Load()
+		d, next := c.sp.parts[i].step(old.s, now, n)
+		if !d.Allowed || n <= 0 {
+			return d
+		}
+		between(hook.BeforeCAS)
+		if c.cells[i].CompareAndSwap(old, &ruleWord{next}) {
+			return d
+		}
+	}
+}
+
+func (c *perRuleCAS) AllowN(n int) admit.Decision {
+	now := c.clock.Now()
+	k := len(c.cells)
+	ds := make([]admit.Decision, k)
+	switch c.mode {
+	case chargeInTurn:
+		for i := range k {
+			if ds[i] = c.charge(i, now, n); !ds[i].Allowed {
+				return denial(ds[i]) // BUG: the rules before i stay charged
+			}
+		}
+	case checkThenCharge:
+		olds := make([]*ruleWord, k)
+		nexts := make([]any, k)
+		for i := range k {
+			olds[i] = c.cells[i].Load()
+			if ds[i], nexts[i] = c.sp.parts[i].step(olds[i].s, now, n); !ds[i].Allowed {
+				return denial(ds[i])
+			}
+		}
+		for i := range k {
+			if n <= 0 {
+				break
+			}
+			between(hook.BeforeCAS)
+			if c.cells[i].CompareAndSwap(olds[i], &ruleWord{nexts[i]}) {
+				continue
+			}
+			if ds[i] = c.charge(i, now, n); !ds[i].Allowed {
+				return denial(ds[i]) // BUG: the rules before i stay charged
+			}
+		}
+	case firstWordCAS:
+		for {
+			olds := make([]*ruleWord, k)
+			nexts := make([]any, k)
+			for i := range k {
+				olds[i] = c.cells[i].Load()
+				if ds[i], nexts[i] = c.sp.parts[i].step(olds[i].s, now, n); !ds[i].Allowed {
+					return denial(ds[i])
+				}
+			}
+			if n <= 0 {
+				break
+			}
+			between(hook.BeforeCAS)
+			if !c.cells[0].CompareAndSwap(olds[0], &ruleWord{nexts[0]}) {
+				continue
+			}
+			between(hook.BeforeCAS)
+			for i := 1; i < k; i++ {
+				c.cells[i].Store(&ruleWord{nexts[i]}) // BUG: CompareAndSwap(olds[i], …), all or none
+			}
+			break
+		}
+	}
+	// An admission: the composite's Decision from the rules'.
+	var d admit.Decision
+	d.Allowed = true
+	for i, pd := range ds {
+		if i == 0 || pd.Remaining < d.Remaining {
+			d.Remaining, d.Limit = pd.Remaining, pd.Limit
+		}
+		d.ResetAfter = max(d.ResetAfter, pd.ResetAfter)
+	}
+	return d
+}
+
+// denial is the Decision of a composite denied by a rule whose own
+// denial is d: well formed, though it leaves out the other rules' waits.
+func denial(d admit.Decision) admit.Decision {
+	return admit.Decision{Limit: d.Limit, RetryAfter: d.RetryAfter, ResetAfter: d.ResetAfter}
+}

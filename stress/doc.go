@@ -56,6 +56,14 @@
 // Limit + floor(d·Limit/Window) in any span d for the token bucket, and so
 // on). goleak fails the package if a goroutine outlives the tests.
 //
+// TestComposite runs composite limits (admit.Limits: two or three rules on
+// one key, all or nothing) in every variant that builds them, single-key
+// and keyed, with AllowN(0..3) on a frozen clock moved between bursts and
+// on a clock ticking during them with stale readings (composite_test.go).
+// The key's spec is composed from its rules' own specs, so the same oracles
+// apply: replay and porcupine against the composite, and each rule's
+// interval bound, on its own, over every admission of the key.
+//
 // TestReservations drives the token buckets through ReserveN and
 // CancelReservation, with a goroutine that misuses reservations (cancelling
 // them twice, with copies, on other keys, at stale readings): every
@@ -67,10 +75,12 @@
 // TestSelfTest runs the same harness on deliberately broken limiters kept in
 // the test code (a token bucket publishing with Store instead of CAS, a fixed
 // window that a stale reading resets backwards, a store whose sweeper deletes
-// without checking again) and, in builds with -tags admitstress, on
-// sharded.New with a bug planted in its table (table.PlantUnfrozenRebuild:
-// rebuilds that copy each state word without the CAS that freezes it), under
-// the churn workloads, and fails unless the harness catches each;
+// without checking again, a composite that keeps each rule in its own atomic
+// word and charges the rules one CAS at a time) and, in builds with -tags
+// admitstress, on sharded.New with a bug planted in its table
+// (table.PlantUnfrozenRebuild: rebuilds that copy each state word without
+// the CAS that freezes it), under the churn workloads, and fails unless the
+// harness catches each;
 // TestReservationSelfTest does the same for a reserver whose cancellation
 // ignores which reservation it is given.
 //

@@ -89,6 +89,11 @@ type workload struct {
 	// tick during every burst, at most maxTicks times per phase.
 	tick     time.Duration
 	maxTicks int
+	// settle makes the move between phases leave no stale reading behind:
+	// no reading from before the move can reach a limiter after it (in the
+	// stale modes, readings then go stale only by the ticks), so the moves
+	// can be long while the interval bounds' slack stays one tick.
+	settle bool
 	// sweeps, evicted and reloads count what the background tasks did.
 	sweeps, evicted, reloads atomic.Int64
 	// yieldPermille is the probability (per mille) of a yield at a hook
@@ -125,6 +130,9 @@ func run(w *workload, seed uint64, build func(clk *stressClock) subject) (*histo
 	for p := range w.phases {
 		if p > 0 {
 			clk.advance(w.step(r, p))
+			if w.settle {
+				clk.advance(0) // the reading before the move is no longer held
+			}
 		}
 		h.phaseAt = append(h.phaseAt, clk.now())
 		h.lagMax = max(h.lagMax, clk.lag())

@@ -17,7 +17,9 @@ import (
 // so that the self-tests can assert that a broken limiter fails them.
 //
 //   - checkDecisions: every Decision is well formed (Limit, Remaining in
-//     [0, Limit], RetryAfter 0 iff admitted, Never iff n is out of range).
+//     [0, Limit], RetryAfter 0 iff admitted, Never iff n is out of range;
+//     for a composite, the Limit of one of its rules and Remaining at most
+//     the smallest Limit).
 //   - checkReplay (exact histories): per object and phase, the admitted
 //     requests replayed into the sequential kernel at the phase's reading are
 //     all admitted (no over-admission: under a frozen clock, admitted weight
@@ -27,7 +29,7 @@ import (
 //     phase admitted exactly its budget (conservation).
 //   - checkIntervals (every history): the interval bounds of docs/reliability.md
 //     over the admitted requests' readings, allowing for each reading's
-//     uncertainty [lo, hi].
+//     uncertainty [lo, hi]; for a composite, every rule's bound on its own.
 //   - checkLinearizable (exact histories, in porcupine.go): the per-object
 //     histories linearize against the kernel.
 
@@ -90,11 +92,12 @@ func checkDecisions(h *history, s subject) error {
 			v.addf("%s: %s: a Decision with Limit %d, which no rule of the subject has", o.key, describe(o), o.d.Limit)
 			continue
 		}
-		l := sp.rule().Limit
+		ls := sp.limits()
+		l := ls.Limit()
 		d := o.d
 		switch {
-		case d.Limit != l:
-			v.addf("%s: %s: Limit %d, want %d", o.key, describe(o), d.Limit, l)
+		case !hasLimit(ls, d.Limit):
+			v.addf("%s: %s: Limit %d, want %s", o.key, describe(o), d.Limit, wantLimit(ls))
 		case d.Remaining < 0 || d.Remaining > l:
 			v.addf("%s: %s: Remaining outside [0, %d]", o.key, describe(o), l)
 		case d.ResetAfter < 0:
@@ -121,6 +124,35 @@ func checkDecisions(h *history, s subject) error {
 		}
 	}
 	return v.err()
+}
+
+// hasLimit reports whether limit is the Limit of one of ls's rules: the
+// Limit a Decision of ls may carry (a composite's Decision carries the
+// Limit of the rule that bound it).
+func hasLimit(ls admit.Limits, limit int) bool {
+	for i := range ls.Len() {
+		if ls.At(i).Limit == limit {
+			return true
+		}
+	}
+	return false
+}
+
+// wantLimit spells out the Limits a Decision of ls may carry.
+func wantLimit(ls admit.Limits) string {
+	if ls.Len() == 1 {
+		return fmt.Sprint(ls.At(0).Limit)
+	}
+	var b strings.Builder
+	b.WriteString("the Limit of one of its rules (")
+	for i := range ls.Len() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprint(&b, ls.At(i).Limit)
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 // replayStats summarises what checkReplay saw.
@@ -190,7 +222,7 @@ func checkReplay(h *history, s subject) (replayStats, error) {
 			}
 			saturated := false
 			for _, o := range pops {
-				if o.d.Allowed || o.n < 1 || o.n > sp.rule().Limit {
+				if o.d.Allowed || o.n < 1 || o.n > sp.limits().Limit() {
 					continue
 				}
 				if storeFull(o.n, o.d) && s.maxKeys > 0 {
@@ -245,6 +277,10 @@ type intervalStats struct {
 //     and in any span of length W, Σn <= 2L;
 //   - sliding log: for requests with lo in [a, a+W-1-slack], so that every
 //     effective time is in [a, a+W-1], Σn <= L.
+//
+// An object under a composite (admit.Limits) is held to each of its rules'
+// bounds in turn, over all of its admissions: every admission charged every
+// rule, so none of the rules may have let through more than its own bound.
 func checkIntervals(h *history, s subject, slack time.Duration) (intervalStats, error) {
 	v := &violations{check: "interval bounds (docs/reliability.md)"}
 	var st intervalStats
@@ -268,15 +304,23 @@ func checkIntervals(h *history, s subject, slack time.Duration) (intervalStats, 
 			ivs = append(ivs, interval{lo: o.lo, hi: o.hi, n: int64(o.n)})
 		}
 		slices.SortFunc(ivs, func(a, b interval) int { return cmp.Compare(a.lo, b.lo) })
-		r := sp.rule()
-		switch r.Algorithm {
-		case admit.TokenBucket:
-			tokenBucketBound(v, key, r, ivs, slack)
-		case admit.FixedWindow, admit.SlidingCounter:
-			alignedBound(v, key, r, ivs)
-			spanBound(v, key, r, ivs, slack, 2*int64(r.Limit), "any span of one window admits at most 2×Limit")
-		case admit.SlidingLog:
-			spanBound(v, key, r, ivs, slack, int64(r.Limit), "any span of one window admits at most Limit")
+		// A composite charges every rule with every admission, so each
+		// rule's bound holds over all of them, on its own.
+		ls := sp.limits()
+		for i := range ls.Len() {
+			r, name := ls.At(i), key
+			if ls.Len() > 1 {
+				name = fmt.Sprintf("%s, rule %d of %d", key, i+1, ls.Len())
+			}
+			switch r.Algorithm {
+			case admit.TokenBucket:
+				tokenBucketBound(v, name, r, ivs, slack)
+			case admit.FixedWindow, admit.SlidingCounter:
+				alignedBound(v, name, r, ivs)
+				spanBound(v, name, r, ivs, slack, 2*int64(r.Limit), "any span of one window admits at most 2×Limit")
+			case admit.SlidingLog:
+				spanBound(v, name, r, ivs, slack, int64(r.Limit), "any span of one window admits at most Limit")
+			}
 		}
 	}
 	return st, v.err()

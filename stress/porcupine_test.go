@@ -39,7 +39,11 @@ import (
 // backtracks through every subset of the concurrent denials (measured: a
 // 4,000-operation history of 32 clients timed out after a minute). The exact
 // values are the business of the sequential suites (internal/conformance);
-// checkReplay bounds probes from the other side.
+// checkReplay bounds probes from the other side. A composite's read-only
+// operation also names the rule that bound it, which is not monotone within
+// a phase, so its Limit need only name a rule that denies n (a denial) or
+// has at most the reported Remaining left (a probe): facts that stay true
+// for the rest of the phase once true (compositeSpec.readOnly).
 //
 // The model has no eviction: if a store evicts a key that was not equivalent
 // to a fresh one, the next call sees a fresh state, reports a fresh
@@ -97,7 +101,11 @@ func linearizabilityModel(maxKeys int) porcupine.Model {
 				return true, st
 			}
 			d, next := st.sp.step(st.s, st.now, in.n)
-			if !matches(in.n, d, out) {
+			ok := matches(in.n, d, out)
+			if c, isComposite := st.sp.(*compositeSpec); isComposite && !(out.Allowed && in.n > 0) {
+				ok = c.readOnly(st.s, st.now, in.n, d, out)
+			}
+			if !ok {
 				return false, state
 			}
 			st.s = next

@@ -117,6 +117,7 @@ func TestSelfTest(t *testing.T) {
 		},
 	}
 	cases = append(cases, unfrozenRebuildCases()...)
+	cases = append(cases, compositeSelfTestCases()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if c.setup != nil {

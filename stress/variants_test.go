@@ -23,12 +23,16 @@ type variant struct {
 	name   string
 	keyed  func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error) // nil: no keyed limiters
 	single func(admit.Rule, ...admit.Option) (admit.Limiter, error)      // nil: no single-key limiters
+	// keyedLimits and singleLimits are the constructors for composite
+	// limits (admit.Limits); nil: none.
+	keyedLimits  func(admit.Limits, ...admit.Option) (admit.KeyedLimiter, error)
+	singleLimits func(admit.Limits, ...admit.Option) (admit.Limiter, error)
 }
 
 var variants = []variant{
-	{name: "locked", keyed: locked.New, single: locked.NewLimiter},
+	{name: "locked", keyed: locked.New, single: locked.NewLimiter, keyedLimits: locked.NewLimits, singleLimits: locked.NewLimitsLimiter},
 	{name: "atomic", keyed: admitatomic.New, single: admitatomic.NewLimiter},
-	{name: "sharded", keyed: sharded.New},
+	{name: "sharded", keyed: sharded.New, keyedLimits: sharded.NewLimits},
 }
 
 // variantNamed returns the row of variants called name.
