@@ -76,23 +76,44 @@ func (r reserver) Allow(key string) (d admit.Decision) {
 		}
 	}
 	v := t.decideAt(key, h, k0, k1, now, 1)
+	if v.Remaining < 0 {
+		return t.redirect(key, 1)
+	}
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, t.limit, v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
 
-// ReserveN implements [admit.KeyedReserver].
+// ReserveN implements [admit.KeyedReserver]. On a key the table does not
+// hold it honours the hooks as a call does (Adopt before the shard's mutex,
+// Keep under it); a key Keep refuses is decided by Redirect, the mutex
+// released (reserveElsewhere).
 func (r reserver) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
 	t := r.Store
-	now := t.clock.Now()
 	sh, rk := t.locate(key)
+	t.adopt(sh, rk, key)
+	res, ok, kept := r.reserve(sh, rk, key, n, maxWait)
+	if !kept {
+		return t.reserveElsewhere(key, n)
+	}
+	return res, ok
+}
+
+// reserve is ReserveN under the shard's mutex. kept is false, with nothing
+// reserved, when the key is missing and the hooks' Keep refuses it.
+func (r reserver) reserve(sh *shard, rk recKey, key string, n int, maxWait time.Duration) (res admit.Reservation, ok, kept bool) {
+	t := r.Store
+	now := t.clock.Now()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	tb, i, found := t.lookup(sh, rk, key)
 	if found {
 		if p := &tb.slot(i)[1]; p.Load() != t.tomb {
 			d, ok, ticket, _ := held.Reserve(t.tb, t.tb, cell{p}, &sh.holds, rk, now, n, maxWait)
-			return reservation.New(d, n, ticket), ok
+			return reservation.New(d, n, ticket), ok, true
 		}
+	}
+	if !t.keep(key) {
+		return res, false, false
 	}
 	at := spot{tb, i, found}
 	now = max(now, sh.floor) // the key may have been evicted as fresh at floor
@@ -100,17 +121,17 @@ func (r reserver) ReserveN(key string, n int, maxWait time.Duration) (admit.Rese
 	var hold kernel.Hold
 	d, ok, ticket := t.tb.ReserveHold(&s, &hold, now, n, maxWait)
 	if !ok || n == 0 {
-		return reservation.New(d, n, 0), ok // takes nothing: nothing to store
+		return reservation.New(d, n, 0), ok, true // takes nothing: nothing to store
 	}
 	if wait, ok := t.add(sh, now); !ok {
-		return reservation.New(wait, n, 0), false // a full store
+		return reservation.New(wait, n, 0), false, true // a full store
 	}
 	if w, fits := t.tb.Pack(s); fits && hold.Ticket == 0 {
 		t.put(sh, at, rk, key, w)
 	} else {
 		t.putHeld(sh, at, rk, key, held.Rec{State: s, Hold: hold})
 	}
-	return reservation.New(d, n, ticket), ok
+	return reservation.New(d, n, ticket), ok, true
 }
 
 // CancelReservation implements [admit.KeyedReserver]. A key that is missing

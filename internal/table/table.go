@@ -26,6 +26,7 @@ import (
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/layout"
+	"github.com/admit-go/admit/internal/migrate"
 	"github.com/admit-go/admit/internal/plumb"
 )
 
@@ -128,6 +129,10 @@ type Store struct {
 	// reach it, after it has loaded its key's state word and before it
 	// publishes (or, on the slow path, before it takes the shard's mutex).
 	pause atomic.Pointer[func()]
+
+	// hooks are the migrate.Hooks of the store's owner (nil: none), read
+	// only on the paths of a key the table does not hold (see migrate.go).
+	hooks atomic.Pointer[migrate.Hooks]
 }
 
 // New returns the table store for rule, which must pack (Packs), with the
@@ -188,6 +193,9 @@ func (t *Store) Rule() admit.Rule { return t.rule }
 // five-field Decision never stays in registers, so it is written once.
 func (t *Store) Allow(key string) (d admit.Decision) {
 	v := t.decideKey(key, 1)
+	if v.Remaining < 0 {
+		return t.redirect(key, 1)
+	}
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, t.limit, v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
@@ -195,6 +203,9 @@ func (t *Store) Allow(key string) (d admit.Decision) {
 // AllowN implements [admit.KeyedLimiter].
 func (t *Store) AllowN(key string, n int) (d admit.Decision) {
 	v := t.decideKey(key, n)
+	if v.Remaining < 0 {
+		return t.redirect(key, n)
+	}
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, t.limit, v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
@@ -458,8 +469,12 @@ func (t *Store) lookup(sh *shard, rk recKey, key string) (tb *tab, i uint64, ok 
 // slow decides a request for n on key under its shard's mutex: on a held
 // slot (the record's state), on a stored key whose fast path declined, or on
 // a missing key (absent, or a tombstone), which it stores if the decision
-// admitted something.
+// admitted something. A missing key is where the hooks have their say
+// (migrate.go): Adopt before the mutex, Keep under it; a key Keep refuses
+// is neither decided nor stored, and slow returns redirected, on which the
+// caller decides the call with Redirect, the mutex released.
 func (t *Store) slow(sh *shard, rk recKey, key string, now time.Duration, n int) kernel.Verdict {
+	t.adopt(sh, rk, key)
 	hook.Between(hook.BeforeLock)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -492,6 +507,9 @@ func (t *Store) slow(sh *shard, rk recKey, key string, now time.Duration, n int)
 				return v
 			}
 		}
+	}
+	if !t.keep(key) {
+		return redirected
 	}
 	at := spot{tb, i, ok}
 	now = max(now, sh.floor) // the key may have been evicted as fresh at floor

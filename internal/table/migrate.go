@@ -1,0 +1,245 @@
+package table
+
+import (
+	"encoding/binary"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/held"
+	"github.com/admit-go/admit/internal/hook"
+	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/reservation"
+)
+
+// The table is a migrate.Store: a policy.Service Reload moves keys out of it
+// one by one (Take), into it (Put), over its listed keys (Keys), and has its
+// say over the keys it does not hold through the hooks (SetHooks).
+//
+// The hooks are read on the paths of a missing key only (absent, or a
+// tombstone), never on the lock-free path of a stored key: slow and
+// ReserveN call adopt before taking the shard's mutex and keep under it,
+// right where a missing key would be decided and stored. A store without
+// hooks pays one nil check there. A call Keep refuses publishes nothing:
+// slow returns redirected, and the caller (Allow, AllowN), the mutex
+// released, decides the call with Redirect.
+//
+// Take's linearization point is its freezing CompareAndSwap to the
+// tombstone, under the shard's mutex, as a rebuild's freeze: a lock-free
+// call that loaded the word before fails its CAS, finds the tombstone and
+// takes the slow path, where the key is missing; a call that published
+// first is in the state taken.
+
+var _ migrate.Store = (*Store)(nil)
+
+// redirected is the Verdict slow returns for a call on a missing key that
+// the hooks' Keep refused: no Verdict has a negative Remaining.
+var redirected = kernel.Verdict{Remaining: -1}
+
+// Limits implements [migrate.Store]: the store's rule, as one-rule Limits.
+func (t *Store) Limits() admit.Limits {
+	l, _ := admit.NewLimits(t.rule) // the store's rule is valid
+	return l
+}
+
+// SetHooks implements [migrate.Store].
+func (t *Store) SetHooks(h *migrate.Hooks) { t.hooks.Store(h) }
+
+// adopt calls the hooks' Adopt for key if the store has an Adopt hook and
+// does not hold key, before any lock of the store's own (Adopt may Put key
+// here, under the shard's mutex). Whether the store holds key is read
+// without the lock, as a lock-free call reads it: a key that goes missing
+// just after is adopted by no one here, and is met by Keep under the mutex.
+func (t *Store) adopt(sh *shard, rk recKey, key string) {
+	h := t.hooks.Load()
+	if h == nil || h.Adopt == nil {
+		return
+	}
+	if tb := sh.tab.Load(); tb != nil {
+		if i, ok := tb.find(rk.tag, rk.k0, rk.k1, key, t.hashed, t.sbits); ok && tb.slot(i)[1].Load() != t.tomb {
+			return
+		}
+	}
+	h.Adopt(key)
+}
+
+// keep reports whether the hooks let the store insert key, which it does
+// not hold (true without hooks, or without a Keep hook). It requires the
+// key's shard's mutex.
+func (t *Store) keep(key string) bool {
+	h := t.hooks.Load()
+	return h == nil || h.Keep == nil || h.Keep(key)
+}
+
+// redirect decides n requests for key, which the hooks' Keep refused, with
+// the hooks' Redirect. Should the hooks have been removed since, the store
+// decides the call itself, as any call without hooks.
+func (t *Store) redirect(key string, n int) admit.Decision {
+	if h := t.hooks.Load(); h != nil && h.Redirect != nil {
+		d, _ := h.Redirect(key, n)
+		return d
+	}
+	v := t.decideKey(key, n)
+	if v.Remaining < 0 { // the hooks came back meanwhile
+		return t.redirect(key, n)
+	}
+	return v.Decision(t.limit)
+}
+
+// reserveElsewhere is ReserveN for a key the hooks' Keep refused: the
+// reservation is Redirect's decision, which reserves nothing ahead. An
+// admission is a reservation due now that cannot be cancelled (the store
+// that admitted it holds no record of it); a denial refuses the
+// reservation with the denial's RetryAfter as its Delay, so that
+// admit.WaitKeyN sleeps that long and asks again, as it polls a window.
+func (t *Store) reserveElsewhere(key string, n int) (admit.Reservation, bool) {
+	d := t.redirect(key, n)
+	if d.Allowed {
+		return reservation.New(0, n, 0), true
+	}
+	return reservation.New(d.RetryAfter, n, 0), false
+}
+
+// Take implements [migrate.Store]. Under the key's shard's mutex it
+// freezes the slot's word to the tombstone (for a held slot, whose word
+// only the mutex's holder changes, it reads the record's state and deletes
+// the record, with any hold), uncounts the key as an eviction does, and
+// writes the state to into[0].
+func (t *Store) Take(key string, into []kernel.PartState) bool {
+	sh, rk := t.locate(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	tb, i, ok := t.lookup(sh, rk, key)
+	if !ok {
+		return false
+	}
+	p := &tb.slot(i)[1]
+	var w uint64
+	var rec held.Rec
+	for {
+		w = p.Load()
+		if w == t.tomb {
+			return false
+		}
+		if w == t.held {
+			rec = sh.holds[rk]
+			delete(sh.holds, rk)
+			p.Store(t.tomb)
+			break
+		}
+		hook.Between(hook.BeforeCAS)
+		if p.CompareAndSwap(w, t.tomb) {
+			break
+		}
+	}
+	tb.live--
+	t.evicted(sh, 1)
+	into[0] = kernel.PartState{}
+	switch {
+	case w == t.held:
+		into[0].SetTB(rec.State)
+	case t.alg == algTB:
+		into[0].SetTB(t.tb.Unpack(w))
+	case t.alg == algFW:
+		into[0].SetFW(t.fwp.Unpack(w))
+	default:
+		into[0].SetSC(t.scp.Unpack(w))
+	}
+	return true
+}
+
+// Put implements [migrate.Store]. from[0] must be a state of the store's
+// rule (a count at most its Limit), as kernel.Convert writes. A token
+// bucket's state past the packed word's horizon is stored held, as the slow
+// path stores it. The key is counted against WithMaxKeys after a sweep and
+// the full-store policy, and beyond the bound if they make no room: a
+// carried state is never dropped.
+func (t *Store) Put(key string, from []kernel.PartState) bool {
+	w, fits := t.pack(&from[0])
+	sh, rk := t.locate(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	tb, i, ok := t.lookup(sh, rk, key)
+	if ok && tb.slot(i)[1].Load() != t.tomb {
+		return false
+	}
+	if _, room := t.add(sh, max(t.now(), sh.floor)); !room {
+		t.keys.Release(-1) // counted beyond the bound
+	}
+	at := spot{tb, i, ok}
+	if !fits {
+		t.putHeld(sh, at, rk, key, held.Rec{State: from[0].TB()})
+		return true
+	}
+	t.put(sh, at, rk, key, w)
+	return true
+}
+
+// pack returns the state word of s, a state of the store's rule, and fits
+// false for a token bucket's state past the word's horizon. A window with
+// nothing counted is the zero word, a fresh key's (its packing with index
+// bits could be a sentinel).
+func (t *Store) pack(s *kernel.PartState) (w uint64, fits bool) {
+	switch t.alg {
+	case algTB:
+		return t.tb.Pack(s.TB())
+	case algFW:
+		st := s.FW()
+		if st.Count == 0 {
+			return 0, true
+		}
+		return t.fwp.Pack(st), true
+	default:
+		st := s.SC()
+		if st.Prev == 0 && st.Curr == 0 {
+			return 0, true
+		}
+		return t.scp.Pack(st), true
+	}
+}
+
+// Keys implements [migrate.Store]. It copies each shard's keys under the
+// shard's mutex and calls yield with them after releasing it, so yield may
+// call the store (Take a key, say). A store of hashed keys keeps no keys to
+// give and returns false at once.
+func (t *Store) Keys(yield func(key string) bool) bool {
+	if t.hashed {
+		return false
+	}
+	var keys []string
+	for s := range t.shards {
+		sh := &t.shards[s]
+		keys = keys[:0]
+		sh.mu.Lock()
+		if tb := sh.tab.Load(); tb != nil {
+			for i := range tb.n {
+				tag := tb.slot(i)[0].Load()
+				if tag == 0 || tb.slot(i)[1].Load() == t.tomb {
+					continue
+				}
+				keys = append(keys, tb.name(i))
+			}
+		}
+		sh.mu.Unlock()
+		for _, k := range keys {
+			if !yield(k) {
+				return true
+			}
+		}
+	}
+	return true
+}
+
+// name returns the key of slot i of a table of full keys: its bytes from
+// the slot's key words (shortKey's layout, whose byte j of the words is the
+// key's byte j), or the long key.
+func (t *tab) name(i uint64) string {
+	kw := t.key(i)
+	k0, k1 := kw[0].Load(), kw[1].Load()
+	if k1 == longMark {
+		return t.long(i)
+	}
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], k0)
+	binary.LittleEndian.PutUint64(b[8:], k1)
+	return string(b[:k1>>56])
+}
