@@ -15,37 +15,62 @@ import (
 // This file is the lock-free composite (admit.Limits): every part's state
 // of one key in one cell, decided by kernel.Composite and published by one
 // compare-and-swap, so that all the parts change together or none does.
-// The cell is a snapshot (snapCell): the parts' states in an immutable
-// array behind an atomic.Pointer, replaced by a CAS on the pointer, at one
-// allocation of 32 bytes per part per admission (none for a denial or a
-// probe).
+// A cell takes one of two forms, chosen at construction for every key:
+//
+//   - The snapshot (snapCell): the parts' states in an immutable array
+//     behind an atomic.Pointer, replaced by a CAS on the pointer. Every
+//     composite atomic accepts fits it, at one allocation of 32 bytes per
+//     part per admission (none for a denial or a probe).
+//   - The pair (pairCell, composite_pair.go): exactly two parts whose
+//     states each pack in one word (kernel.CompositePair), the two words
+//     side by side, updated together by one 16-byte CAS, with no
+//     allocation. Only amd64 has the instruction here (cas128_amd64.s);
+//     elsewhere every composite takes the snapshot.
 //
 // A composite of token buckets also hands out reservations, and keeps the
 // hold of the latest one that may still be cancelled (kernel.CompositeHold)
 // by the protocol of package internal/held, written here for a composite's
 // state (composite_hold.go): the cell is held, its value a sentinel, and
-// its state and hold live in a record under a striped mutex. A cell whose
-// value cannot hold its state (compCell.fits) is held the same way, with a
-// record that has no hold (a spill), until its state fits again.
+// its state and hold live in a record under a striped mutex. A pair whose
+// token bucket's state leaves its word's horizon is held the same way,
+// with a record that has no hold (a spill), until its state fits again.
 
 // compKernel is what a composite cell decides with: the kernel, each part's
-// Limit, and the records of the held cells.
+// Limit, the cells' form (the pair's packing, or the snapshot) with its
+// sentinels, and the records of the held cells.
 type compKernel struct {
 	*kernel.Composite
-	n     int                  // the number of parts
-	limit [admit.MaxLimits]int // each part's Limit
-	holds compHolds            // the records of held cells
+	n       int                  // the number of parts
+	limit   [admit.MaxLimits]int // each part's Limit
+	isPair  bool                 // the pair form, else the snapshot
+	pair    kernel.CompositePair // the pair form's packing
+	tomb    uint64               // the pair form's tombstone's first word
+	held    uint64               // the pair form's held value's first word
+	tombVal compVal              // the tombstone
+	heldVal compVal              // the held value
+	holds   compHolds            // the records of held cells
 }
 
 // newCompKernel returns the kernel of limits (valid, no sliding log) with a
-// hold table of shards stripes (a power of two).
-func newCompKernel(limits admit.Limits, shards int) *compKernel {
+// hold table of shards stripes (a power of two), in the pair form if pair
+// is true, the processor has the two-word CAS and the parts pack in two
+// words, else in the snapshot form.
+func newCompKernel(limits admit.Limits, shards int, pair bool) *compKernel {
 	c := kernel.NewComposite(limits)
-	k := &compKernel{Composite: c, n: c.Len()}
+	k := &compKernel{Composite: c, n: c.Len(), tombVal: compVal{p: snapTomb}, heldVal: compVal{p: snapHeld}}
 	for i := range k.n {
 		k.limit[i] = c.PartLimit(i)
 	}
 	k.holds.init(shards)
+	if !pair || !cas128OK {
+		return k
+	}
+	p, ok := c.Pair()
+	if !ok {
+		return k
+	}
+	k.isPair, k.pair, k.tomb, k.held = true, p, p.Spare(1), p.Spare(2)
+	k.tombVal, k.heldVal = compVal{a: k.tomb}, compVal{a: k.held}
 	return k
 }
 
@@ -64,33 +89,70 @@ func (k *compKernel) decision(v kernel.Verdict, which int) (d admit.Decision) {
 	return d
 }
 
-// compCell is a composite cell whose value, of type V, is the parts'
-// states, the held value or (keyed stores) the tombstone: snapCell and
-// pairCell. Its release and bury run only under the mutex of its stripe,
-// on a held cell.
-type compCell[V comparable] interface {
+// compVal is a composite cell's value, in either form: a pair's two words
+// (a, b; p nil), or a snapshot's pointer (p; a and b 0). The zero compVal
+// is a fresh key in both; tombVal and heldVal are the sentinels.
+//
+// It is one type, and the protocol's functions plain functions of a
+// compCell interface, so that the parts' states a call decides on stay in
+// its frame: a buffer passed through an interface (or a generic
+// instantiation's dictionary) escapes to the heap, and a denial would
+// allocate.
+type compVal struct {
+	p    *kernel.PartState
+	a, b uint64
+}
+
+// compCell is a composite cell: snapCell or pairCell.
+type compCell interface {
 	// load returns the cell's value, all of it read at one instant.
-	load() V
-	// kind reports whether v is the held value or the tombstone.
-	kind(k *compKernel, v V) (held, tomb bool)
-	// decode writes the states v stands for, which is neither sentinel,
-	// into s.
-	decode(k *compKernel, v V, s []kernel.PartState)
-	// fits reports whether the cell's value can hold s (a pair's token
-	// bucket has a horizon).
-	fits(k *compKernel, s []kernel.PartState) bool
-	// cas publishes s, which fits, if the value is still old. spare, kept
-	// by the caller across retries, lets a snapshot allocate once per call.
-	cas(k *compKernel, old V, s []kernel.PartState, spare *[]kernel.PartState) bool
-	// casTo swaps old for v (a fresh value or the tombstone).
-	casTo(old, v V) bool
-	// casHeld swaps old for the held value.
-	casHeld(k *compKernel, old V) bool
-	// release stores s into the held cell and reports true, or reports
-	// false if s does not fit, and the cell stays held.
-	release(k *compKernel, s []kernel.PartState) bool
-	// bury stores the tombstone into the held cell.
-	bury(k *compKernel)
+	load() compVal
+	// cas swaps old for v if the value is still old. On a held cell only
+	// the holder of its stripe's mutex calls it, from the held value.
+	cas(old, v compVal) bool
+}
+
+// decode writes the parts' states the value v stands for (neither
+// sentinel) into s.
+func (k *compKernel) decode(v compVal, s []kernel.PartState) {
+	switch {
+	case k.isPair:
+		k.pair.Unpack(v.a, v.b, s)
+	case v.p == nil:
+		clear(s)
+	default:
+		copy(s, unsafe.Slice(v.p, k.n))
+	}
+}
+
+// fits reports whether a cell's value can hold s: a pair's token bucket has
+// a horizon; a snapshot holds every state.
+func (k *compKernel) fits(s []kernel.PartState) bool {
+	if !k.isPair {
+		return true
+	}
+	_, _, ok := k.pair.Pack(s)
+	return ok
+}
+
+// encode returns the value that holds s, which fits: the pair's words, or
+// a new snapshot (in *spare, reused when the caller retries), nil when
+// every part is fresh.
+func (k *compKernel) encode(s []kernel.PartState, spare *[]kernel.PartState) compVal {
+	if k.isPair {
+		a, b, _ := k.pair.Pack(s)
+		return compVal{a: a, b: b}
+	}
+	for i := range s {
+		if s[i] != (kernel.PartState{}) {
+			if *spare == nil {
+				*spare = make([]kernel.PartState, k.n)
+			}
+			copy(*spare, s)
+			return compVal{p: &(*spare)[0]}
+		}
+	}
+	return compVal{}
 }
 
 // compDecide is a composite cell's CAS loop: it decides a request for n at
@@ -107,10 +169,10 @@ type compCell[V comparable] interface {
 // part on one value and publishing them by one CAS from that value is what
 // makes a composite all or nothing.
 //
-// Linearization point: the successful CompareAndSwap for an admission; the
-// load of the value it decided on, for a denial or a probe (which publish
-// nothing); the critical section of the stripe's mutex for a held cell.
-func compDecide[V comparable, C compCell[V]](k *compKernel, c C, ptr unsafe.Pointer, now time.Duration, n int, pause func()) (v kernel.Verdict, which int, live bool) {
+// Linearization point: the successful CAS for an admission; the load of
+// the value it decided on, for a denial or a probe (which publish nothing);
+// the critical section of the stripe's mutex for a held cell.
+func compDecide(k *compKernel, c compCell, ptr unsafe.Pointer, now time.Duration, n int, pause func()) (v kernel.Verdict, which int, live bool) {
 	var buf [admit.MaxLimits]kernel.PartState
 	s := buf[:k.n]
 	var spare []kernel.PartState
@@ -120,30 +182,30 @@ func compDecide[V comparable, C compCell[V]](k *compKernel, c C, ptr unsafe.Poin
 			pause()
 			pause = nil
 		}
-		isHeld, tomb := c.kind(k, old)
-		if tomb {
+		switch old {
+		case k.tombVal:
 			return v, 0, false
-		}
-		if isHeld {
+		case k.heldVal:
 			v, which, o := compDecideHeld(k, c, ptr, now, n)
 			if o != held.Released {
 				return v, which, o == held.Decided
 			}
 			continue
 		}
-		c.decode(k, old, s)
+		k.decode(old, s)
 		v, which = k.Decide(s, now, n)
 		if !v.Allowed || n <= 0 {
 			return v, which, true // Decide wrote nothing: nothing to publish
 		}
-		if !c.fits(k, s) {
+		if !k.fits(s) {
 			if compSpill(k, c, ptr, old, s) {
 				return v, which, true
 			}
 			continue
 		}
+		nv := k.encode(s, &spare)
 		hook.Between(hook.BeforeCAS)
-		if c.cas(k, old, s, &spare) {
+		if c.cas(old, nv) {
 			return v, which, true
 		}
 	}
@@ -154,49 +216,46 @@ func compDecide[V comparable, C compCell[V]](k *compKernel, c C, ptr unsafe.Poin
 // (every part fresh) is the eviction's linearization point, and a held
 // cell is settled under its stripe's mutex first. See tbCell.evict for the
 // tempting wrong version.
-func compEvict[V comparable, C compCell[V]](k *compKernel, c C, ptr unsafe.Pointer, tomb V, at time.Duration, floor *paddedInt64) bool {
+func compEvict(k *compKernel, c compCell, ptr unsafe.Pointer, at time.Duration, floor *paddedInt64) bool {
 	old := c.load()
-	if isHeld, _ := c.kind(k, old); isHeld {
+	if old == k.heldVal {
 		if compSettle(k, c, ptr, at, floor) {
 			return true
 		}
 		old = c.load()
 	}
-	if isHeld, tomb := c.kind(k, old); isHeld || tomb {
+	if old == k.heldVal || old == k.tombVal {
 		return false
 	}
 	var buf [admit.MaxLimits]kernel.PartState
 	s := buf[:k.n]
-	c.decode(k, old, s)
+	k.decode(old, s)
 	if !k.Fresh(s, at) {
 		return false
 	}
 	floor.raise(int64(at))
 	hook.Between(hook.BeforeCAS)
-	return c.casTo(old, tomb)
+	return c.cas(old, k.tombVal)
 }
 
 // compReset is kcell.reset on a composite cell: a CAS loop from the value
-// it loads to fresh, the zero value; a held cell is reset under its
-// stripe's mutex, which drops its record and with it any hold. See
-// tbCell.reset for the tempting wrong version and the linearization point.
-func compReset[V comparable, C compCell[V]](k *compKernel, c C, ptr unsafe.Pointer) {
-	var fresh V
+// it loads to the fresh value; a held cell is reset under its stripe's
+// mutex, which drops its record and with it any hold. See tbCell.reset for
+// the tempting wrong version and the linearization point.
+func compReset(k *compKernel, c compCell, ptr unsafe.Pointer) {
 	for {
-		old := c.load()
-		isHeld, tomb := c.kind(k, old)
-		switch {
-		case old == fresh || tomb:
+		switch old := c.load(); old {
+		case compVal{}, k.tombVal:
 			return
-		case isHeld:
+		case k.heldVal:
 			if compResetHeld(k, c, ptr) {
 				return
 			}
-			continue
-		}
-		hook.Between(hook.BeforeCAS)
-		if c.casTo(old, fresh) {
-			return
+		default:
+			hook.Between(hook.BeforeCAS)
+			if c.cas(old, compVal{}) {
+				return
+			}
 		}
 	}
 }
@@ -218,57 +277,14 @@ var (
 	snapHeld = new(kernel.PartState)
 )
 
-func (c *snapCell) load() *kernel.PartState { return c.p.Load() }
+func (c *snapCell) load() compVal { return compVal{p: c.p.Load()} }
 
-func (c *snapCell) kind(_ *compKernel, p *kernel.PartState) (held, tomb bool) {
-	return p == snapHeld, p == snapTomb
-}
+func (c *snapCell) cas(old, v compVal) bool { return c.p.CompareAndSwap(old.p, v.p) }
 
-func (c *snapCell) decode(k *compKernel, p *kernel.PartState, s []kernel.PartState) {
-	if p == nil {
-		clear(s)
-		return
-	}
-	copy(s, unsafe.Slice(p, k.n))
-}
-
-func (c *snapCell) fits(*compKernel, []kernel.PartState) bool { return true }
-
-func (c *snapCell) cas(k *compKernel, old *kernel.PartState, s []kernel.PartState, spare *[]kernel.PartState) bool {
-	if *spare == nil {
-		*spare = make([]kernel.PartState, k.n)
-	}
-	copy(*spare, s)
-	return c.p.CompareAndSwap(old, &(*spare)[0])
-}
-
-func (c *snapCell) casTo(old, v *kernel.PartState) bool { return c.p.CompareAndSwap(old, v) }
-
-func (c *snapCell) casHeld(_ *compKernel, old *kernel.PartState) bool {
-	return c.p.CompareAndSwap(old, snapHeld)
-}
-
-// release stores a new snapshot of s, or nil when every part is fresh's
-// zero state (a reset).
-func (c *snapCell) release(k *compKernel, s []kernel.PartState) bool {
-	for i := range s {
-		if s[i] != (kernel.PartState{}) {
-			p := make([]kernel.PartState, k.n)
-			copy(p, s)
-			c.p.Store(&p[0])
-			return true
-		}
-	}
-	c.p.Store(nil)
-	return true
-}
-
-func (c *snapCell) bury(*compKernel) { c.p.Store(snapTomb) }
+// The methods of kcell (keyed.go) and compKCell (limits.go).
 
 func (c *snapCell) key() string       { return c.name }
 func (c *snapCell) setKey(key string) { c.name = key }
-
-// The methods of kcell (keyed.go) and compKCell.
 
 func (c *snapCell) decideWhich(k *compKernel, now time.Duration, n int, pause func()) (kernel.Verdict, int, bool) {
 	return compDecide(k, c, unsafe.Pointer(c), now, n, pause)
@@ -290,7 +306,7 @@ func (c *snapCell) allowOne(*compKernel, time.Duration, func()) (kernel.Verdict,
 }
 
 func (c *snapCell) evict(k *compKernel, at time.Duration, floor *paddedInt64) bool {
-	return compEvict(k, c, unsafe.Pointer(c), snapTomb, at, floor)
+	return compEvict(k, c, unsafe.Pointer(c), at, floor)
 }
 
 func (c *snapCell) reset(k *compKernel) { compReset(k, c, unsafe.Pointer(c)) }

@@ -2,6 +2,7 @@ package atomic
 
 import (
 	"fmt"
+	"reflect"
 	"unsafe"
 
 	"github.com/admit-go/admit"
@@ -20,90 +21,111 @@ func NewLimitsLimiterForm(limits admit.Limits, pair bool, opts ...admit.Option) 
 	return newLimitsLimiter(limits, opts, pair)
 }
 
-// LimitsForm reports the form of a composite limiter from NewLimits or
+// PairAvailable reports whether this processor has the pair form's
+// two-word compare-and-swap.
+func PairAvailable() bool { return cas128OK }
+
+// compositeCell returns the kernel of lim, a composite of NewLimits (then
+// key's cell, or nil if key is not stored) or NewLimitsLimiter (then its
+// cell; key is ignored), and the cell's form.
+func compositeCell(lim any, key string) (k *compKernel, cell any, form string) {
+	switch l := lim.(type) {
+	case keyedLimits[snapCell, *snapCell]:
+		return keyedCell(l, key)
+	case keyedLimitsReserver[snapCell, *snapCell]:
+		return keyedCell(l.keyedLimits, key)
+	case keyedLimits[pairCell, *pairCell]:
+		return keyedCell(l, key)
+	case keyedLimitsReserver[pairCell, *pairCell]:
+		return keyedCell(l.keyedLimits, key)
+	case *limitsLimiter[snapCell, *snapCell]:
+		return l.k, &l.c, "snapshot"
+	case *limitsReserver[snapCell, *snapCell]:
+		return l.k, &l.c, "snapshot"
+	case *pairLimiter:
+		return l.k, &l.c, "pair"
+	case *pairReserver:
+		return l.k, &l.c, "pair"
+	}
+	panic(fmt.Sprintf("%T is no composite of NewLimits or NewLimitsLimiter", lim))
+}
+
+func keyedCell[C any, PC interface {
+	*C
+	compKCell
+}](l keyedLimits[C, PC], key string) (*compKernel, any, string) {
+	form := "snapshot"
+	if _, ok := any(PC(&l.st.zero)).(*pairCell); ok {
+		form = "pair"
+	}
+	c, ok := l.st.m.Load(key)
+	if !ok {
+		return l.st.k, nil, form
+	}
+	return l.st.k, PC(c), form
+}
+
+// LimitsForm reports the form of a composite of NewLimits or
 // NewLimitsLimiter: "pair" or "snapshot".
 func LimitsForm(lim any) string {
-	switch lim.(type) {
-	case keyedLimits[snapCell, *snapCell], keyedLimitsReserver[snapCell, *snapCell],
-		*limitsLimiter[snapCell, *snapCell], *limitsReserver[snapCell, *snapCell]:
-		return "snapshot"
-	}
-	return "pair"
+	_, _, form := compositeCell(lim, "")
+	return form
 }
 
-// LimitsHeld reports whether key's cell in lim, a composite store, is held
-// (a live reservation, or a state spilled past a word's horizon).
-func LimitsHeld(lim admit.KeyedLimiter, key string) bool {
-	switch l := lim.(type) {
-	case keyedLimits[snapCell, *snapCell]:
-		return keyedHeld(l, key)
-	case keyedLimitsReserver[snapCell, *snapCell]:
-		return keyedHeld(l.keyedLimits, key)
+// LimitsState returns the parts' states of key's cell in lim (see
+// compositeCell), from the record if the cell is held, and whether the
+// cell is held; ok is false if key is not stored (or is a tombstone).
+func LimitsState(lim any, key string) (s []kernel.PartState, held, ok bool) {
+	k, cell, _ := compositeCell(lim, key)
+	c, isCell := cell.(compCell)
+	if !isCell {
+		return nil, false, false
 	}
-	panic(fmt.Sprintf("LimitsHeld: %T is no composite store", lim))
-}
-
-func keyedHeld[C any, PC interface {
-	*C
-	compKCell
-}](l keyedLimits[C, PC], key string) bool {
-	c, ok := l.st.m.Load(key)
-	if !ok {
-		return false
-	}
-	switch cell := any(PC(c)).(type) {
-	case *snapCell:
-		held, _ := cell.kind(l.st.k, cell.load())
-		return held
-	}
-	panic("keyedHeld: an unknown cell")
-}
-
-// LimitsState returns the parts' states of key's cell in lim, a composite
-// store or (key ignored) a single-key composite, from the held cell's
-// record if it is held, and whether the cell exists and is no tombstone.
-func LimitsState(lim any, key string) ([]kernel.PartState, bool) {
-	switch l := lim.(type) {
-	case keyedLimits[snapCell, *snapCell]:
-		return keyedState(l, key)
-	case keyedLimitsReserver[snapCell, *snapCell]:
-		return keyedState(l.keyedLimits, key)
-	case *limitsLimiter[snapCell, *snapCell]:
-		return cellState(l.k, &l.c, unsafe.Pointer(&l.c))
-	case *limitsReserver[snapCell, *snapCell]:
-		return cellState(l.k, &l.c, unsafe.Pointer(&l.c))
-	}
-	panic(fmt.Sprintf("LimitsState: %T is no composite", lim))
-}
-
-func keyedState[C any, PC interface {
-	*C
-	compKCell
-}](l keyedLimits[C, PC], key string) ([]kernel.PartState, bool) {
-	c, ok := l.st.m.Load(key)
-	if !ok {
-		return nil, false
-	}
-	switch cell := any(PC(c)).(type) {
-	case *snapCell:
-		return cellState(l.st.k, cell, unsafe.Pointer(c))
-	}
-	panic("keyedState: an unknown cell")
-}
-
-// cellState is LimitsState on the cell c.
-func cellState[V comparable, C compCell[V]](k *compKernel, c C, ptr unsafe.Pointer) ([]kernel.PartState, bool) {
+	ptr := unsafe.Pointer(reflect.ValueOf(c).Pointer())
 	st := k.holds.lock(ptr)
 	defer st.mu.Unlock()
-	s := make([]kernel.PartState, k.n)
-	v := c.load()
-	switch held, tomb := c.kind(k, v); {
-	case tomb:
-		return nil, false
-	case held:
+	s = make([]kernel.PartState, k.n)
+	switch v := c.load(); v {
+	case k.tombVal:
+		return nil, false, false
+	case k.heldVal:
 		copy(s, st.m[ptr].parts[:k.n])
+		return s, true, true
 	default:
-		c.decode(k, v, s)
+		k.decode(v, s)
+		return s, false, true
 	}
-	return s, true
 }
+
+// LimitsHeld reports whether key's cell in lim is held: a reservation that
+// can be cancelled, or a state spilled past a word's horizon.
+func LimitsHeld(lim any, key string) bool {
+	_, held, _ := LimitsState(lim, key)
+	return held
+}
+
+// PairAddr returns the address of the pair of words of key's cell in lim,
+// a composite in the pair form, or 0 if key is not stored.
+func PairAddr(lim any, key string) uintptr {
+	_, cell, _ := compositeCell(lim, key)
+	if c, ok := cell.(*pairCell); ok {
+		return uintptr(unsafe.Pointer(&c.w[c.pairAt()]))
+	}
+	return 0
+}
+
+// PairCellsAligned makes n pair cells side by side, as an array lays them
+// out (at alternating offsets modulo 16, for a cell of 40 bytes), and
+// reports the offset modulo 16 of each cell's first word and of its pair.
+func PairCellsAligned(n int) (cellOffsets, pairOffsets []uintptr) {
+	cells := make([]pairCell, n)
+	for i := range cells {
+		c := &cells[i]
+		cellOffsets = append(cellOffsets, uintptr(unsafe.Pointer(&c.w[0]))%16)
+		pairOffsets = append(pairOffsets, uintptr(unsafe.Pointer(&c.w[c.pairAt()]))%16)
+	}
+	return cellOffsets, pairOffsets
+}
+
+// PairCellSize is the size of a pair cell.
+const PairCellSize = unsafe.Sizeof(pairCell{})

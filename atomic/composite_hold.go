@@ -78,13 +78,14 @@ func (t *compHolds) lock(c unsafe.Pointer) *compStripe {
 // c if the hold is no longer live and the state fits. If c is no longer
 // held, nothing is decided and the Outcome says why. Linearization point:
 // the critical section.
-func compDecideHeld[V comparable, C compCell[V]](k *compKernel, c C, ptr unsafe.Pointer, now time.Duration, n int) (v kernel.Verdict, which int, o held.Outcome) {
+func compDecideHeld(k *compKernel, c compCell, ptr unsafe.Pointer, now time.Duration, n int) (v kernel.Verdict, which int, o held.Outcome) {
 	st := k.holds.lock(ptr)
 	defer st.mu.Unlock()
-	if isHeld, tomb := c.kind(k, c.load()); !isHeld {
-		if tomb {
-			return v, 0, held.Tomb
-		}
+	switch c.load() {
+	case k.heldVal:
+	case k.tombVal:
+		return v, 0, held.Tomb
+	default:
 		return v, 0, held.Released
 	}
 	rec := st.m[ptr]
@@ -96,7 +97,7 @@ func compDecideHeld[V comparable, C compCell[V]](k *compKernel, c C, ptr unsafe.
 // compKeep is held's keep: it shows rec's hold the reading now, drops the
 // hold if it is no longer live, and releases c (deleting rec) if rec then
 // has no hold and its state fits.
-func compKeep[V comparable, C compCell[V]](k *compKernel, c C, st *compStripe, ptr unsafe.Pointer, rec *compRec, now time.Duration) {
+func compKeep(k *compKernel, c compCell, st *compStripe, ptr unsafe.Pointer, rec *compRec, now time.Duration) {
 	if !k.Observe(&rec.hold, rec.parts[:k.n], now) {
 		rec.hold = kernel.CompositeHold{}
 	}
@@ -104,9 +105,13 @@ func compKeep[V comparable, C compCell[V]](k *compKernel, c C, st *compStripe, p
 }
 
 // compPut is held's put: it releases c with rec's state, deleting rec, when
-// rec has no hold and the state fits; otherwise rec stays c's record.
-func compPut[V comparable, C compCell[V]](k *compKernel, c C, st *compStripe, ptr unsafe.Pointer, rec *compRec) {
-	if rec.hold.Ticket == 0 && c.release(k, rec.parts[:k.n]) {
+// rec has no hold and the state fits; otherwise rec stays c's record. The
+// release's CAS from the held value cannot fail: only the holder of the
+// stripe's mutex writes a held cell.
+func compPut(k *compKernel, c compCell, st *compStripe, ptr unsafe.Pointer, rec *compRec) {
+	if s := rec.parts[:k.n]; rec.hold.Ticket == 0 && k.fits(s) {
+		var spare []kernel.PartState
+		c.cas(k.heldVal, k.encode(s, &spare))
 		delete(st.m, ptr)
 	}
 }
@@ -116,13 +121,13 @@ func compPut[V comparable, C compCell[V]](k *compKernel, c C, st *compStripe, pt
 // leaving no record, if the value is no longer old. While c's value is a
 // state, c is not held and only the mutex's holder can hold it, so no
 // record of c exists.
-func compHold[V comparable, C compCell[V]](k *compKernel, c C, st *compStripe, ptr unsafe.Pointer, old V, rec *compRec) bool {
+func compHold(k *compKernel, c compCell, st *compStripe, ptr unsafe.Pointer, old compVal, rec *compRec) bool {
 	if st.m == nil {
 		st.m = make(map[unsafe.Pointer]*compRec)
 	}
 	st.m[ptr] = rec
 	hook.Between(hook.BeforeCAS)
-	if !c.casHeld(k, old) {
+	if !c.cas(old, k.heldVal) {
 		delete(st.m, ptr)
 		return false
 	}
@@ -134,7 +139,7 @@ func compHold[V comparable, C compCell[V]](k *compKernel, c C, st *compStripe, p
 // hold; it reports false if the value moved meanwhile (the caller decides
 // again). Its linearization point is the CAS to the held value; see
 // held.Spill for why the value is checked again under the mutex first.
-func compSpill[V comparable, C compCell[V]](k *compKernel, c C, ptr unsafe.Pointer, old V, s []kernel.PartState) bool {
+func compSpill(k *compKernel, c compCell, ptr unsafe.Pointer, old compVal, s []kernel.PartState) bool {
 	st := k.holds.lock(ptr)
 	defer st.mu.Unlock()
 	if c.load() != old {
@@ -149,7 +154,7 @@ func compSpill[V comparable, C compCell[V]](k *compKernel, c C, ptr unsafe.Point
 // held or not, under its stripe's mutex. live is false if c is a
 // tombstone: nothing was reserved. pause, when not nil (tests only), is
 // called once, after a first load of the value and before the mutex.
-func compReserve[V comparable, C compCell[V]](k *compKernel, c C, ptr unsafe.Pointer, now time.Duration, n int, maxWait time.Duration, pause func()) (d time.Duration, ok bool, ticket uint64, live bool) {
+func compReserve(k *compKernel, c compCell, ptr unsafe.Pointer, now time.Duration, n int, maxWait time.Duration, pause func()) (d time.Duration, ok bool, ticket uint64, live bool) {
 	if pause != nil {
 		c.load()
 		pause() // before the mutex, so that calls the test runs meanwhile can take it
@@ -160,23 +165,23 @@ func compReserve[V comparable, C compCell[V]](k *compKernel, c C, ptr unsafe.Poi
 	var spare []kernel.PartState
 	for {
 		old := c.load()
-		isHeld, tomb := c.kind(k, old)
-		if tomb {
+		if old == k.tombVal {
 			return 0, false, 0, false
 		}
+		isHeld := old == k.heldVal
 		rec := &local
 		if isHeld {
 			rec = st.m[ptr]
 		} else {
 			local = compRec{}
-			c.decode(k, old, local.parts[:k.n])
+			k.decode(old, local.parts[:k.n])
 		}
 		before := rec.parts
 		d, ok, ticket = k.ReserveHold(rec.parts[:k.n], &rec.hold, now, n, maxWait)
 		switch {
 		case isHeld:
 			compPut(k, c, st, ptr, rec)
-		case rec.hold.Ticket != 0 || !c.fits(k, rec.parts[:k.n]):
+		case rec.hold.Ticket != 0 || !k.fits(rec.parts[:k.n]):
 			// A new hold, or a state past a word's horizon, on a cell that
 			// was not held.
 			r := new(compRec)
@@ -185,8 +190,9 @@ func compReserve[V comparable, C compCell[V]](k *compKernel, c C, ptr unsafe.Poi
 				continue // a lock-free admission came first: start over
 			}
 		case rec.parts != before:
+			nv := k.encode(rec.parts[:k.n], &spare)
 			hook.Between(hook.BeforeCAS)
-			if !c.cas(k, old, rec.parts[:k.n], &spare) {
+			if !c.cas(old, nv) {
 				continue
 			}
 		}
@@ -198,10 +204,10 @@ func compReserve[V comparable, C compCell[V]](k *compKernel, c C, ptr unsafe.Poi
 // c, under its stripe's mutex. It succeeds only on a held cell whose hold
 // has the ticket, and releases the cell when the hold is used or no longer
 // live.
-func compCancel[V comparable, C compCell[V]](k *compKernel, c C, ptr unsafe.Pointer, ticket uint64, now time.Duration) bool {
+func compCancel(k *compKernel, c compCell, ptr unsafe.Pointer, ticket uint64, now time.Duration) bool {
 	st := k.holds.lock(ptr)
 	defer st.mu.Unlock()
-	if isHeld, _ := c.kind(k, c.load()); !isHeld {
+	if c.load() != k.heldVal {
 		return false
 	}
 	rec := st.m[ptr]
@@ -218,10 +224,10 @@ func compCancel[V comparable, C compCell[V]](k *compKernel, c C, ptr unsafe.Poin
 // fits; if c stays held with no hold (a spilled state) that is fresh at
 // at, it raises floor to at and buries c, where no other call can change
 // it. It reports whether it buried c.
-func compSettle[V comparable, C compCell[V]](k *compKernel, c C, ptr unsafe.Pointer, at time.Duration, floor *paddedInt64) bool {
+func compSettle(k *compKernel, c compCell, ptr unsafe.Pointer, at time.Duration, floor *paddedInt64) bool {
 	st := k.holds.lock(ptr)
 	defer st.mu.Unlock()
-	if isHeld, _ := c.kind(k, c.load()); !isHeld {
+	if c.load() != k.heldVal {
 		return false
 	}
 	rec := st.m[ptr]
@@ -230,7 +236,7 @@ func compSettle[V comparable, C compCell[V]](k *compKernel, c C, ptr unsafe.Poin
 		return false
 	}
 	floor.raise(int64(at))
-	c.bury(k)
+	c.cas(k.heldVal, k.tombVal)
 	delete(st.m, ptr)
 	return true
 }
@@ -239,14 +245,13 @@ func compSettle[V comparable, C compCell[V]](k *compKernel, c C, ptr unsafe.Poin
 // (and with it any hold, so that no reservation made before can be
 // cancelled after) and releases c fresh. It reports false, doing nothing,
 // if c is not held.
-func compResetHeld[V comparable, C compCell[V]](k *compKernel, c C, ptr unsafe.Pointer) bool {
+func compResetHeld(k *compKernel, c compCell, ptr unsafe.Pointer) bool {
 	st := k.holds.lock(ptr)
 	defer st.mu.Unlock()
-	if isHeld, _ := c.kind(k, c.load()); !isHeld {
+	if c.load() != k.heldVal {
 		return false
 	}
 	delete(st.m, ptr)
-	var fresh [admit.MaxLimits]kernel.PartState
-	c.release(k, fresh[:k.n]) // fresh states fit every cell
+	c.cas(k.heldVal, compVal{}) // the fresh value, in either form
 	return true
 }

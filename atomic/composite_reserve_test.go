@@ -60,7 +60,7 @@ func reservers(t *testing.T, limits admit.Limits, fake *clock.Fake) []reserver {
 
 // tats returns the TAT word of each part of key's state in lim.
 func tats(t *testing.T, lim any, key string) []uint64 {
-	s, ok := admitatomic.LimitsState(lim, key)
+	s, _, ok := admitatomic.LimitsState(lim, key)
 	require.True(t, ok, "the key is stored")
 	w := make([]uint64, len(s))
 	for i := range s {
@@ -90,18 +90,14 @@ func TestLimitsReserveCancel(t *testing.T) {
 		for i := range before {
 			assert.NotEqual(t, before[i], after[i], "%s: the reservation takes its token in rule %d", r.name, i)
 		}
-		if keyed, isKeyed := r.lim.(admit.KeyedLimiter); isKeyed {
-			assert.True(t, admitatomic.LimitsHeld(keyed, "k"), "%s: a live reservation holds the key", r.name)
-		}
+		assert.True(t, admitatomic.LimitsHeld(r.lim, "k"), "%s: a live reservation holds the key", r.name)
 		assert.False(t, r.cancel("other", res), "%s: a cancellation on another key", r.name)
 		assert.Equal(t, after, r.state(), "%s: nothing given back on another key", r.name)
 		assert.True(t, r.cancel("k", res), "%s: the cancellation", r.name)
 		assert.Equal(t, before, r.state(), "%s: the token given back in every rule", r.name)
 		copied := res
 		assert.False(t, r.cancel("k", copied), "%s: a reservation is cancelled at most once", r.name)
-		if keyed, isKeyed := r.lim.(admit.KeyedLimiter); isKeyed {
-			assert.False(t, admitatomic.LimitsHeld(keyed, "k"), "%s: released by the cancellation", r.name)
-		}
+		assert.False(t, admitatomic.LimitsHeld(r.lim, "k"), "%s: released by the cancellation", r.name)
 
 		// Refused: nothing taken.
 		_, ok = r.reserve(1, time.Second)

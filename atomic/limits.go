@@ -17,9 +17,12 @@ import (
 // key, independently for every key, lock-free: a request for n is admitted
 // only if every rule admits it, and then every rule is charged (package
 // admit, [admit.Limits], has the semantics). Keys live in a concurrent hash
-// map, as in [New], and each key's cell holds every rule's state, an
-// immutable snapshot of all the states behind a pointer swapped by one
-// compare-and-swap, at one allocation per admission. It supports the
+// map, as in [New], and each key's cell holds every rule's state, swapped
+// by one compare-and-swap: on amd64, for two rules whose states each pack
+// in one word (any token bucket, any fixed window, a sliding counter that
+// packs), two words updated together by a 16-byte CAS, with no allocation
+// on any path; otherwise an immutable snapshot of all the states behind a
+// pointer, at one allocation per admission. It supports the
 // token bucket, the fixed window and the sliding counter; for limits with a
 // sliding log it returns an error wrapping [admit.ErrUnsupported].
 //
@@ -39,15 +42,18 @@ func NewLimits(limits admit.Limits, opts ...admit.Option) (admit.KeyedLimiter, e
 	return newLimits(limits, opts, true)
 }
 
-// newLimits is NewLimits for limits of two or more rules; pair says
-// whether a form other than the snapshot may be taken (tests pass false to
-// run the snapshot on every composite).
+// newLimits is NewLimits for limits of two or more rules, in the pair form
+// only if pair is true and the limits take it (tests pass false to run the
+// snapshot on every composite).
 func newLimits(limits admit.Limits, opts []admit.Option, pair bool) (admit.KeyedLimiter, error) {
 	set, err := limitsSettings(limits, opts)
 	if err != nil {
 		return nil, err
 	}
-	k := newCompKernel(limits, set.ShardCount())
+	k := newCompKernel(limits, set.ShardCount(), pair)
+	if k.isPair {
+		return newKeyedLimits[pairCell](k, limits, set), nil
+	}
 	return newKeyedLimits[snapCell](k, limits, set), nil
 }
 
@@ -78,14 +84,24 @@ func newLimitsLimiter(limits admit.Limits, opts []admit.Option, pair bool) (admi
 	if names := set.StoreOptions(); names != "" {
 		return nil, fmt.Errorf("%w: atomic: %s shape a keyed store; a single-key limiter has none, use NewLimits", admit.ErrUnsupported, names)
 	}
-	k := newCompKernel(limits, 1)
+	k := newCompKernel(limits, 1, pair)
 	clk := clockref.New(set.Clock)
-	if k.Reservable() {
+	switch {
+	case k.isPair && k.Reservable():
+		r := new(pairReserver)
+		r.k, r.clock = k, clk
+		return r, nil
+	case k.isPair:
+		l := new(pairLimiter)
+		l.k, l.clock = k, clk
+		return l, nil
+	case k.Reservable():
 		r := new(limitsReserver[snapCell, *snapCell])
 		r.k, r.clock = k, clk
 		return r, nil
+	default:
+		return &limitsLimiter[snapCell, *snapCell]{k: k, clock: clk}, nil
 	}
-	return &limitsLimiter[snapCell, *snapCell]{k: k, clock: clk}, nil
 }
 
 // limitsSettings applies opts for NewLimits and NewLimitsLimiter, whose

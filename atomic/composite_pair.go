@@ -1,0 +1,196 @@
+package atomic
+
+import (
+	satomic "sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/hook"
+	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/reservation"
+)
+
+// pairCell is one key's composite of two parts in the pair form: each
+// part's state packed in one word, the two words side by side and updated
+// together by one 16-byte compare-and-swap (cas128), so that no call
+// allocates. The single-key pairLimiter's state, and a keyed store's cell
+// (name is the key there).
+//
+//	pair[0]  part 0's state in its kernel's one-word packing
+//	pair[1]  part 1's state, likewise (kernel.CompositePair)
+//
+// The pair is w[a:a+2], a = pairAt: CMPXCHG16B needs 16 bytes aligned to
+// 16, Go aligns a [3]uint64 only to 8, and of two consecutive 8-byte words
+// one starts on a 16-byte boundary (TestPairCellAligned). The zero pair is
+// a fresh key.
+//
+// Horizon: each part's packing's. A fixed window's and a packing sliding
+// counter's words have none; a token bucket's word holds a TAT within
+// ±(MaxInt64/L' − 1) ns of the clock's origin (tbCell has the bounds). A
+// state past it does not fit: it is spilled (compSpill), the cell held
+// with the state in a record under its stripe's mutex, decided there by the
+// same kernel with no allocation after the first, until a state fits
+// again, exactly as tbCell spills.
+//
+// Sentinels: (k.tomb, 0), the keyed store's tombstone, and (k.held, 0), the
+// held value: kernel.CompositePair.Spare words, which part 0's word never
+// takes, whatever part 1's.
+type pairCell struct {
+	w    [3]satomic.Uint64
+	name string
+}
+
+// pairAt returns the index in c.w of the pair's first word: the one of
+// c.w[0] and c.w[1] that is 16-byte aligned.
+func (c *pairCell) pairAt() uintptr { return uintptr(unsafe.Pointer(&c.w[0])) >> 3 & 1 }
+
+// The methods of compCell (composite.go): the pair is the value's a and b.
+
+func (c *pairCell) load() compVal {
+	a, b := load128(&c.w[c.pairAt()])
+	return compVal{a: a, b: b}
+}
+
+func (c *pairCell) cas(old, v compVal) bool {
+	_, _, ok := cas128(&c.w[c.pairAt()], old.a, old.b, v.a, v.b)
+	return ok
+}
+
+// The methods of kcell (keyed.go) and compKCell (limits.go).
+
+func (c *pairCell) key() string       { return c.name }
+func (c *pairCell) setKey(key string) { c.name = key }
+
+func (c *pairCell) decideWhich(k *compKernel, now time.Duration, n int, pause func()) (kernel.Verdict, int, bool) {
+	return compDecide(k, c, unsafe.Pointer(c), now, n, pause)
+}
+
+func (c *pairCell) decideKeyed(k *compKernel, now time.Duration, n int, pause func()) (kernel.Verdict, bool) {
+	v, _, live := compDecide(k, c, unsafe.Pointer(c), now, n, pause)
+	return v, live
+}
+
+// allowOneWhich is the pair's fast path for a request for one
+// (kcell.allowOne): kernel.CompositePair.AllowOne on the two words and one
+// cas128, retried on a failed CAS with the words the CAS found. It declines
+// what AllowOne declines, the tombstone and the held value (checked before
+// AllowOne: a window's spare word unpacks as a fresh window, which AllowOne
+// would admit).
+//
+// The words are loaded one at a time, by two 8-byte atomic loads, so the
+// pair AllowOne sees may be torn: each word from a different instant, a
+// pair the cell never held. That is harmless here, and cheaper than the
+// 16-byte load: an admission is published only by a CAS that finds both
+// words exactly as loaded, at one instant, so every admission is decided on
+// a pair the cell held when it took effect; and a pair AllowOne declines
+// decides nothing, the caller deciding again on a pair read by load128.
+// The tempting wrong version also denies on the torn pair: a denial must
+// report a state that existed, and a torn pair, one word from before a
+// Reset and one from after it, say, gives a RetryAfter, a Remaining and a
+// binding rule that no state of the key ever had.
+//
+// Linearization point: the successful cas128 (see compDecide for the
+// tempting wrong version that updates each part on its own).
+func (c *pairCell) allowOneWhich(k *compKernel, now time.Duration, pause func()) (v kernel.Verdict, which int, ok bool) {
+	i := c.pairAt()
+	w0, w1 := c.w[i].Load(), c.w[i+1].Load()
+	if pause != nil {
+		pause()
+	}
+	for w0 != k.tomb && w0 != k.held {
+		n0, n1, v, which, ok := k.pair.AllowOne(w0, w1, now)
+		if !ok {
+			break
+		}
+		hook.Between(hook.BeforeCAS)
+		var swapped bool
+		if w0, w1, swapped = cas128(&c.w[i], w0, w1, n0, n1); swapped {
+			return v, which, true
+		}
+	}
+	return v, 0, false
+}
+
+func (c *pairCell) allowOne(k *compKernel, now time.Duration, pause func()) (kernel.Verdict, bool) {
+	v, _, ok := c.allowOneWhich(k, now, pause)
+	return v, ok
+}
+
+func (c *pairCell) evict(k *compKernel, at time.Duration, floor *paddedInt64) bool {
+	return compEvict(k, c, unsafe.Pointer(c), at, floor)
+}
+
+func (c *pairCell) reset(k *compKernel) { compReset(k, c, unsafe.Pointer(c)) }
+
+func (c *pairCell) reserve(k *compKernel, now time.Duration, n int, maxWait time.Duration, pause func()) (time.Duration, bool, uint64, bool) {
+	return compReserve(k, c, unsafe.Pointer(c), now, n, maxWait, pause)
+}
+
+func (c *pairCell) cancel(k *compKernel, ticket uint64, now time.Duration) bool {
+	return compCancel(k, c, unsafe.Pointer(c), ticket, now)
+}
+
+// pairLimiter is the single-key composite in the pair form, whose Allow
+// is written out for the hottest path.
+type pairLimiter struct {
+	limitsLimiter[pairCell, *pairCell]
+}
+
+// pairReserver is pairLimiter for two token buckets, which also hand out
+// reservations.
+type pairReserver struct {
+	pairLimiter
+}
+
+var (
+	_ admit.CompositeLimiter = (*pairLimiter)(nil)
+	_ admit.Reserver         = (*pairReserver)(nil)
+)
+
+// Allow is AllowN(1).
+//
+// It is pairCell.allowOneWhich, then compDecide for whatever it declines,
+// in one frame with the clock's read, as TokenBucket.Allow is written: the
+// torn loads' argument and the linearization point are allowOneWhich's.
+func (l *pairLimiter) Allow() (d admit.Decision) {
+	var now time.Duration
+	if l.clock.Sys {
+		now = clock.System().Now() // devirtualized: see clockref.Ref
+	} else if l.clock.Coarse == nil {
+		now = l.clock.C.Now()
+	} else {
+		now = l.clock.CoarseNow()
+	}
+	k, c := l.k, &l.c
+	i := c.pairAt()
+	w0, w1 := c.w[i].Load(), c.w[i+1].Load()
+	for w0 != k.held { // a single key has no tombstone
+		n0, n1, v, which, ok := k.pair.AllowOne(w0, w1, now)
+		if !ok {
+			break
+		}
+		hook.Between(hook.BeforeCAS)
+		var swapped bool
+		if w0, w1, swapped = cas128(&c.w[i], w0, w1, n0, n1); swapped {
+			d.Allowed, d.Limit, d.Remaining, d.ResetAfter = true, k.limit[which], v.Remaining, v.ResetAfter
+			return d
+		}
+	}
+	v, which, _ := compDecide(k, c, unsafe.Pointer(c), now, 1, nil)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, k.limit[which], v.Remaining, v.RetryAfter, v.ResetAfter
+	return d
+}
+
+// ReserveN implements [admit.Reserver]: it reserves n in both rules.
+func (l *pairReserver) ReserveN(n int, maxWait time.Duration) (admit.Reservation, bool) {
+	d, ok, t, _ := l.c.reserve(l.k, l.clock.Now(), n, maxWait, nil)
+	return reservation.New(d, n, t), ok
+}
+
+// CancelReservation implements [admit.Reserver]: it gives the reservation
+// back in both rules.
+func (l *pairReserver) CancelReservation(r admit.Reservation) bool {
+	return l.c.cancel(l.k, reservation.Ticket(r), l.clock.Now())
+}
