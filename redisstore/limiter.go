@@ -51,9 +51,9 @@ type Limiter struct {
 	clock  clock.Clock   // nil: the server's TIME
 	unit   time.Duration // nanoseconds per unit of the script's time
 
-	// The script's fixed arguments, boxed once: limit, Window in units,
-	// units per millisecond, TTL slack in ms, and the tag naming the
-	// algorithm and rule, stored with every state.
+	// The script's fixed arguments, boxed once: units per millisecond, TTL
+	// slack in ms, the tag naming the algorithm and rule, stored with every
+	// state, limit, and Window in units.
 	fixed [5]any
 }
 
@@ -146,11 +146,11 @@ func New(client redis.Scripter, rule admit.Rule, opts ...Option) (*Limiter, erro
 	}
 	window := int64(rule.Window / l.unit)
 	l.fixed = [5]any{
-		int64(rule.Limit),
-		window,
 		int64(time.Millisecond / l.unit),
 		int64(evict.Slack / time.Millisecond),
 		fmt.Sprintf("%c%d/%d", "tfls"[rule.Algorithm-admit.TokenBucket], rule.Limit, window),
+		int64(rule.Limit),
+		window,
 	}
 	return l, nil
 }

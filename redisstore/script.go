@@ -3,35 +3,45 @@ package redisstore
 import (
 	"embed"
 	"fmt"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/admit-go/admit"
 )
 
-// The decision scripts: one per algorithm, each the shared prelude (time,
-// exact integer helpers, state loading) followed by the algorithm's body.
-// Each is a Lua translation of its kernel in internal/kernel, and the
-// conformance suite holds the two to the same Decisions.
+// The decision scripts are put together from the files of lua/: the shared
+// prelude (time, exact integer helpers, the tag check), the algorithms, each
+// a Lua function that translates its kernel in internal/kernel and decides
+// on a state it is given, and last the part that reads the key, calls them
+// and writes. A rule's script holds its one algorithm, and reads and writes
+// a string (single.lua) or, for a sliding log, a list (list.lua). The
+// conformance suite holds the scripts to the kernels' Decisions.
 //
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
 var scripts = map[admit.Algorithm]*redis.Script{
-	admit.TokenBucket:    mustScript("tokenbucket.lua"),
-	admit.FixedWindow:    mustScript("fixedwindow.lua"),
-	admit.SlidingLog:     mustScript("slidinglog.lua"),
-	admit.SlidingCounter: mustScript("slidingcounter.lua"),
+	admit.TokenBucket:    mustScript("tokenbucket.lua", "local decide = tokenbucket\n", "single.lua"),
+	admit.FixedWindow:    mustScript("fixedwindow.lua", "local decide = fixedwindow\n", "single.lua"),
+	admit.SlidingLog:     mustScript("slidinglog.lua", "list.lua"),
+	admit.SlidingCounter: mustScript("slidingcounter.lua", "local decide = slidingcounter\n", "single.lua"),
 }
 
-func mustScript(body string) *redis.Script {
-	prelude, err := luaFiles.ReadFile("lua/prelude.lua")
-	if err != nil {
-		panic(fmt.Sprintf("redisstore: embedded prelude: %v", err)) // a build defect, caught by every test
+// mustScript returns the script of the prelude followed by parts, each a
+// file of lua/ or, if it ends in a newline, a line of Lua.
+func mustScript(parts ...string) *redis.Script {
+	var b strings.Builder
+	for _, p := range append([]string{"prelude.lua"}, parts...) {
+		if strings.HasSuffix(p, "\n") {
+			b.WriteString(p)
+			continue
+		}
+		src, err := luaFiles.ReadFile("lua/" + p)
+		if err != nil {
+			panic(fmt.Sprintf("redisstore: embedded script %s: %v", p, err)) // a build defect, caught by every test
+		}
+		b.Write(src)
 	}
-	src, err := luaFiles.ReadFile("lua/" + body)
-	if err != nil {
-		panic(fmt.Sprintf("redisstore: embedded script %s: %v", body, err))
-	}
-	return redis.NewScript(string(prelude) + string(src))
+	return redis.NewScript(b.String())
 }

@@ -3,17 +3,22 @@
 -- KEYS[1]  the limiter key, prefix{key}
 -- ARGV[1]  the reading in units, or '' to read the server's TIME in µs
 -- ARGV[2]  n, 0 <= n <= limit (the client answers other n without a script)
--- ARGV[3]  limit
--- ARGV[4]  window, in units
--- ARGV[5]  units per millisecond: 1000000 (ns) or 1000 (µs)
--- ARGV[6]  extra milliseconds on every TTL
--- ARGV[7]  tag naming the algorithm and rule, kept with the state
+-- ARGV[3]  units per millisecond: 1000000 (ns) or 1000 (µs)
+-- ARGV[4]  extra milliseconds on every TTL
+-- ARGV[5]  tag naming the algorithm and rule, kept with the state
+-- ARGV[6…] the rule: see the script's last part (single.lua or list.lua)
+--
+-- Each algorithm is a function of (limit, window, n, state) that reads the
+-- state, decides as its kernel does, and returns allowed (1 or 0),
+-- remaining, retry-after and reset-after, durations in units, and, when it
+-- admits n > 0, what to write; it writes nothing itself. The script's last
+-- part reads the key, calls the function and writes. The reply is
+-- {allowed, remaining, retry-after, reset-after}.
 --
 -- Lua numbers are doubles: every value here is an integer below 2^53 in
 -- magnitude, which the client guarantees by bounding readings (|t| <= 2^51
 -- units) and rules (window <= 2^51 units, limit x window <= 2^52 units), so
--- all arithmetic below is exact. The reply is {allowed, remaining,
--- retry-after, reset-after}, durations in units.
+-- all arithmetic below is exact.
 --
 -- Out of memory: every script reads and decides before it writes, and its
 -- first write is one that Redis refuses when used memory is over maxmemory
@@ -27,11 +32,9 @@
 -- memory, reads included, and Redis 6 and older cannot parse that line.
 local key = KEYS[1]
 local n = tonumber(ARGV[2])
-local limit = tonumber(ARGV[3])
-local window = tonumber(ARGV[4])
-local perMs = tonumber(ARGV[5])
-local slackMs = tonumber(ARGV[6])
-local tag = ARGV[7]
+local perMs = tonumber(ARGV[3])
+local slackMs = tonumber(ARGV[4])
+local tag = ARGV[5]
 
 local now
 if ARGV[1] == '' then

@@ -1,68 +1,44 @@
--- Sliding log, as internal/kernel/slidinglog.go. State: a list whose first
--- element is the tag and whose others are the admissions' times, ascending.
-local stored = redis.call('LLEN', key)
-local size = stored
-if size > 0 then
-  local first = redis.call('LINDEX', key, 0)
-  check(tostring(first), first)
-  size = size - 1
-end
-local function at(i) -- the i-th oldest time, from 0
-  return tonumber(redis.call('LINDEX', key, i + 1))
-end
-
-local eff, dead, newest = now, 0, nil
-if size > 0 then
-  newest = at(size - 1)
-  if newest > eff then
-    eff = newest -- a stale reading is clamped to the newest time seen
-  end
-  local lo, hi = 0, size -- binary search: entries [0, lo) have expired
-  while lo < hi do
-    local mid = fdiv(lo + hi, 2)
-    if eff - at(mid) >= window then
-      lo = mid + 1
-    else
-      hi = mid
+-- Sliding log, as internal/kernel/slidinglog.go. State: the log, a table
+-- whose size is the number of admission times it holds and whose at(i)
+-- returns the i-th oldest, from 0, ascending (expired ones first). What to
+-- write, on an admission, is {eff, dead}: drop the dead oldest entries, then
+-- append n entries at time eff.
+local function slidinglog(limit, window, n, log)
+  local size, at = log.size, log.at
+  local eff, dead, newest = now, 0, nil
+  if size > 0 then
+    newest = at(size - 1)
+    if newest > eff then
+      eff = newest -- a stale reading is clamped to the newest time seen
     end
-  end
-  dead = lo
-end
-local live = size - dead
-
-local function untilEmpty()
-  if live == 0 then
-    return 0
-  end
-  return wait(newest + window)
-end
-
-if live + n > limit then
-  -- the (live + n - limit)-th oldest live entry must expire first
-  return {0, 0, wait(at(dead + live + n - limit - 1) + window), untilEmpty()}
-end
-if n > 0 then
-  -- Every read and the decision are done; now the writes, the first of them
-  -- one Redis refuses when it is out of memory (RPUSH): see the prelude.
-  local t = string.format('%d', eff)
-  local batch = {}
-  if stored == 0 then
-    batch[1] = tag -- a new list starts with the tag
-  end
-  for i = 1, n do
-    batch[#batch + 1] = t
-    if #batch >= 1000 or i == n then
-      redis.call('RPUSH', key, unpack(batch))
-      batch = {}
+    local lo, hi = 0, size -- binary search: entries [0, lo) have expired
+    while lo < hi do
+      local mid = fdiv(lo + hi, 2)
+      if eff - at(mid) >= window then
+        lo = mid + 1
+      else
+        hi = mid
+      end
     end
+    dead = lo
   end
-  if dead > 0 then
-    -- entries 1 to dead have expired: the last of them becomes the tag
-    redis.call('LTRIM', key, dead, -1)
-    redis.call('LSET', key, 0, tag)
+  local live = size - dead
+
+  local function untilEmpty()
+    if live == 0 then
+      return 0
+    end
+    return wait(newest + window)
   end
-  live = live + n
-  newest = eff
-  redis.call('PEXPIRE', key, ttl(untilEmpty()))
+
+  if live + n > limit then
+    -- the (live + n - limit)-th oldest live entry must expire first
+    return 0, 0, wait(at(dead + live + n - limit - 1) + window), untilEmpty()
+  end
+  if n > 0 then
+    live = live + n
+    newest = eff
+    return 1, limit - live, 0, untilEmpty(), {eff, dead}
+  end
+  return 1, limit - live, 0, untilEmpty()
 end
-return {1, limit - live, 0, untilEmpty()}
