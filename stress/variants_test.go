@@ -31,7 +31,7 @@ type variant struct {
 
 var variants = []variant{
 	{name: "locked", keyed: locked.New, single: locked.NewLimiter, keyedLimits: locked.NewLimits, singleLimits: locked.NewLimitsLimiter},
-	{name: "atomic", keyed: admitatomic.New, single: admitatomic.NewLimiter},
+	{name: "atomic", keyed: admitatomic.New, single: admitatomic.NewLimiter, keyedLimits: admitatomic.NewLimits, singleLimits: admitatomic.NewLimitsLimiter},
 	{name: "sharded", keyed: sharded.New, keyedLimits: sharded.NewLimits},
 }
 
