@@ -33,7 +33,9 @@ type pipeliner interface {
 // Each call is decided on its own: a denied call does not undo another's
 // admission. It pays where one request must pass several limits (per user,
 // per API, per address) or one caller decides for many keys: n decisions
-// cost about one round trip instead of n (see docs/redis.md).
+// cost about one round trip instead of n (see docs/redis.md). Several rules
+// on the same key, all or nothing, are one composite limiter's call
+// ([NewLimits]); its Decision is the composite's.
 //
 // Every call's Limiter must use the same client, one that can pipeline (a
 // *redis.Client, *redis.ClusterClient or *redis.Ring); otherwise AllowBatch
@@ -95,7 +97,7 @@ func AllowBatch(ctx context.Context, calls []Call) error {
 	}
 	for _, i := range all {
 		c := &calls[i]
-		c.Decision, c.Err = c.Limiter.decision(cmds[i], c.Key, c.N)
+		c.Decision, _, c.Err = c.Limiter.decision(cmds[i], c.Key, c.N)
 	}
 	return nil
 }

@@ -54,29 +54,38 @@ func startCluster(t *testing.T) *redis.ClusterClient {
 	return cc
 }
 
-// TestCluster runs the conformance suite and batches through a Redis Cluster
-// client: each key's state lives in the slot of its hash tag, the decisions
-// are spread over every node, and they are the kernels'.
+// TestCluster runs the conformance suites, the composite differential and
+// batches through a Redis Cluster client: each key's state, a composite's
+// included, lives in the slot of its hash tag, the decisions are spread
+// over every node, and they are the kernels'.
 func TestCluster(t *testing.T) {
 	cc := startCluster(t)
 	ctx := context.Background()
 
 	l, err := redisstore.New(cc, admit.Rule{Algorithm: admit.SlidingLog, Limit: 5, Window: time.Minute}, redisstore.WithPrefix("cluster:"), redisstore.WithClock(clock.NewFake()))
 	require.NoError(t, err)
-	for _, key := range []string{"alice", "bob", "carol", "dave", "a}b", "{x}"} {
-		_, err := l.Allow(ctx, key)
-		require.NoError(t, err, "key %q", key)
-		slot, err := cc.ClusterKeySlot(ctx, l.Key(key)).Result()
-		require.NoError(t, err)
-		// The tag is the text between the first '{', the limiter's own, and
-		// the next '}': the key, up to any '}' of its own.
-		tag, _, _ := strings.Cut(key, "}")
-		want, err := cc.ClusterKeySlot(ctx, tag).Result()
-		require.NoError(t, err)
-		assert.Equal(t, want, slot, "key %q is placed by its hash tag %q", key, tag)
+	limits, err := admit.ParseLimits("sliding-log,5,1m + token-bucket,10,1s + fixed-window,100,1h")
+	require.NoError(t, err)
+	composite, err := redisstore.NewLimits(cc, limits, redisstore.WithPrefix("cluster-composite:"), redisstore.WithClock(clock.NewFake()))
+	require.NoError(t, err)
+	for _, l := range []*redisstore.Limiter{l, composite} {
+		for _, key := range []string{"alice", "bob", "carol", "dave", "a}b", "{x}"} {
+			_, err := l.AllowN(ctx, key, 2) // a composite writes its sliding log's ring too
+			require.NoError(t, err, "key %q", key)
+			slot, err := cc.ClusterKeySlot(ctx, l.Key(key)).Result()
+			require.NoError(t, err)
+			// The tag is the text between the first '{', the limiter's own, and
+			// the next '}': the key, up to any '}' of its own.
+			tag, _, _ := strings.Cut(key, "}")
+			want, err := cc.ClusterKeySlot(ctx, tag).Result()
+			require.NoError(t, err)
+			assert.Equal(t, want, slot, "%v: key %q is placed by its hash tag %q", l.Limits(), key, tag)
+		}
 	}
 
 	t.Run("Conformance", func(t *testing.T) { runConformance(t, cc) })
+	t.Run("CompositeConformance", func(t *testing.T) { runCompositeConformance(t, cc) })
+	t.Run("Composite", func(t *testing.T) { runCompositeDifferential(t, cc) })
 	t.Run("Batch", func(t *testing.T) {
 		hook := new(countingHook)
 		cc.AddHook(hook)

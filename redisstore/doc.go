@@ -10,6 +10,12 @@
 // decision. Time is the server's TIME, read inside the script, unless
 // [WithClock] passes one; keys are prefix{key}, a Redis Cluster hash tag.
 //
+// [NewLimits] enforces several rules on each key (an admit.Limits, such as
+// 10 per second and 1,000 per hour), all or nothing, in one script that
+// decides every rule on one Redis key, a hash: still one round trip, and
+// one slot of a Redis Cluster. [Limiter.AllowNWhich] names the rule that
+// bound a decision.
+//
 // [Limiter.AllowN] tells the truth about the network: it returns an error
 // when Redis does not answer. [Keyed] adapts it to admit.KeyedLimiter with an
 // explicit [Policy]: fail closed, fail open or fall back to a local limiter,

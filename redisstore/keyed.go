@@ -21,16 +21,19 @@ const (
 	// FailClosed denies: nothing passes while Redis is down. A denial then
 	// has Remaining 0, ResetAfter 0 and RetryAfter one token's interval,
 	// Window/Limit rounded up, so that a client that honours it retries at
-	// the rule's own pace.
+	// the rule's own pace (for a composite, the longest of its rules'
+	// intervals, and the Limit of that rule).
 	FailClosed Mode = iota + 1
 	// FailOpen admits everything: no request is refused because of Redis, and
 	// no limit is enforced while it is down. An admission then has Remaining 0
-	// and ResetAfter 0, since nothing is known of the budget.
+	// and ResetAfter 0, since nothing is known of the budget (and, for a
+	// composite, the Limit of its first rule).
 	FailOpen
 	// FailLocal asks Policy.Local, a limiter of this process (locked.New,
 	// say): a limit is still enforced, but each process enforces its own, so
 	// N processes admit up to N times the local rule between them. Give the
-	// local limiter a share of the rule (Limit / N) to keep the total.
+	// local limiter a share of the rule (Limit / N) to keep the total; for a
+	// composite, a local composite of the rules' shares (locked.NewLimits).
 	FailLocal
 )
 
@@ -98,14 +101,27 @@ var ErrCircuitOpen = errors.New("redisstore: Redis not asked, a recent call fail
 // decided by Policy.Mode. After a failure it is a circuit breaker: calls are
 // decided by the Mode at once, without waiting on Redis, until a probe after
 // Policy.Backoff finds Redis answering again. It is safe for concurrent use.
+//
+// For a composite limiter (redisstore.NewLimits) it also has admit.CompositeStore's
+// Limits and AllowNWhich, but not the rest of that interface: Len and Sweep
+// count and drop keys held in this process, and a Redis store holds none
+// (Redis expires them); Reset is the Limiter's, which returns an error (see
+// [Limiter.Reset]).
 type Keyed struct {
-	l      *Limiter
-	policy Policy
-	closed time.Duration // RetryAfter of a fail-closed denial
-	br     breaker
+	l        *Limiter
+	policy   Policy
+	closed   time.Duration // RetryAfter of a fail-closed denial
+	closedBy int           // the rule whose interval closed is
+	br       breaker
 }
 
-var _ admit.KeyedLimiter = (*Keyed)(nil)
+var (
+	_ admit.KeyedLimiter = (*Keyed)(nil)
+	_ interface {
+		Limits() admit.Limits
+		AllowNWhich(key string, n int) (admit.Decision, int)
+	} = (*Keyed)(nil)
+)
 
 // NewKeyed returns l behind policy. It checks the policy, and that the
 // client honours context deadlines, without which no timeout could be kept:
@@ -146,12 +162,18 @@ func NewKeyed(l *Limiter, policy Policy) (*Keyed, error) {
 	if !honoursDeadlines(l.client) {
 		return nil, fmt.Errorf("%w: redisstore.NewKeyed: the client ignores context deadlines, so Policy.Timeout could not be kept; build it with ContextTimeoutEnabled: true", admit.ErrInvalidOption)
 	}
-	r := l.rule
-	closed := r.Window / time.Duration(r.Limit)
-	if r.Window%time.Duration(r.Limit) != 0 {
-		closed++
+	k := &Keyed{l: l, policy: policy, br: breaker{backoff: policy.Backoff, clock: policy.Clock}}
+	for i := range l.limits.Len() {
+		r := l.limits.At(i)
+		interval := r.Window / time.Duration(r.Limit)
+		if r.Window%time.Duration(r.Limit) != 0 {
+			interval++
+		}
+		if interval > k.closed {
+			k.closed, k.closedBy = interval, i
+		}
 	}
-	return &Keyed{l: l, policy: policy, closed: closed, br: breaker{backoff: policy.Backoff, clock: policy.Clock}}, nil
+	return k, nil
 }
 
 func honoursDeadlines(c redis.Scripter) bool {
@@ -169,6 +191,9 @@ func honoursDeadlines(c redis.Scripter) bool {
 // Limiter returns the Redis limiter behind k.
 func (k *Keyed) Limiter() *Limiter { return k.l }
 
+// Limits returns the rules of the Redis limiter behind k.
+func (k *Keyed) Limits() admit.Limits { return k.l.limits }
+
 // Allow implements admit.KeyedLimiter.
 func (k *Keyed) Allow(key string) admit.Decision { return k.AllowN(key, 1) }
 
@@ -176,44 +201,60 @@ func (k *Keyed) Allow(key string) admit.Decision { return k.AllowN(key, 1) }
 // Policy.Timeout, the Policy's otherwise, and the Policy's at once while the
 // circuit is open (see Policy.Backoff).
 func (k *Keyed) AllowN(key string, n int) admit.Decision {
+	d, _ := k.AllowNWhich(key, n)
+	return d
+}
+
+// AllowNWhich is AllowN, and also returns the index in Limits of the rule
+// that bound the decision, as [Limiter.AllowNWhich] does. A Decision of the
+// Policy names the rule whose Limit it carries (see [Mode]), except that of
+// Policy.Local, whose index is Local's own: its AllowNWhich's if it has
+// one, else 0.
+func (k *Keyed) AllowNWhich(key string, n int) (admit.Decision, int) {
 	probe, pass := k.br.enter()
 	if !pass {
 		var err error
 		if k.policy.OnError != nil {
-			err = k.br.refusal(k.l.rule, key)
+			err = k.br.refusal(k.l.name, key)
 		}
 		return k.fail(key, n, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), k.policy.Timeout)
-	d, err := k.l.AllowN(ctx, key, n)
+	d, which, err := k.l.AllowNWhich(ctx, key, n)
 	cancel()
 	k.br.exit(probe, err)
 	if err == nil {
-		return d
+		return d, which
 	}
 	return k.fail(key, n, err)
 }
 
 // fail reports err, if there is an OnError to see it, and returns the
-// Policy's Decision for a request of n.
-func (k *Keyed) fail(key string, n int, err error) admit.Decision {
+// Policy's Decision for a request of n, with the index of the rule it names.
+func (k *Keyed) fail(key string, n int, err error) (admit.Decision, int) {
 	if k.policy.OnError != nil {
 		k.policy.OnError(key, err)
 	}
-	limit := k.l.rule.Limit
-	if n < 0 || n > limit {
-		return admit.Decision{Limit: limit, RetryAfter: admit.Never} // never passes, whatever Redis says
+	limits := k.l.limits
+	if n < 0 || n > k.l.limit {
+		which := k.l.neverBinds(n)
+		return admit.Decision{Limit: limits.At(which).Limit, RetryAfter: admit.Never}, which // never passes, whatever Redis says
 	}
 	switch k.policy.Mode {
 	case FailOpen:
-		return admit.Decision{Allowed: true, Limit: limit}
+		return admit.Decision{Allowed: true, Limit: limits.At(0).Limit}, 0
 	case FailLocal:
-		return k.policy.Local.AllowN(key, n)
+		if w, ok := k.policy.Local.(interface {
+			AllowNWhich(key string, n int) (admit.Decision, int)
+		}); ok {
+			return w.AllowNWhich(key, n)
+		}
+		return k.policy.Local.AllowN(key, n), 0
 	}
 	if n == 0 {
-		return admit.Decision{Allowed: true, Limit: limit} // a probe passes, even fail-closed
+		return admit.Decision{Allowed: true, Limit: limits.At(0).Limit}, 0 // a probe passes, even fail-closed
 	}
-	return admit.Decision{Limit: limit, RetryAfter: k.closed}
+	return admit.Decision{Limit: limits.At(k.closedBy).Limit, RetryAfter: k.closed}, k.closedBy
 }
 
 // breaker is Keyed's circuit breaker. Closed, it costs a call one atomic
@@ -285,12 +326,13 @@ func aboutTheKey(err error) bool {
 	return redis.HasErrorPrefix(err, "ADMIT ") || redis.HasErrorPrefix(err, "WRONGTYPE")
 }
 
-// refusal returns the error of a call the open breaker kept from Redis.
-func (b *breaker) refusal(rule admit.Rule, key string) error {
+// refusal returns the error of a call the open breaker kept from Redis, for
+// key of the limiter whose rules' text is name.
+func (b *breaker) refusal(name, key string) error {
 	f := b.last.Load()
 	if f == nil { // unreachable: last is stored before open
-		return fmt.Errorf("%w: %s, key %q", ErrCircuitOpen, rule, key)
+		return fmt.Errorf("%w: %s, key %q", ErrCircuitOpen, name, key)
 	}
 	return fmt.Errorf("%w: %s, key %q: the last call to fail did %v ago (%v); one call at a time asks Redis again every %v",
-		ErrCircuitOpen, rule, key, b.clock.Now()-f.at, f.err, b.backoff)
+		ErrCircuitOpen, name, key, b.clock.Now()-f.at, f.err, b.backoff)
 }

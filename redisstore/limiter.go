@@ -38,27 +38,32 @@ var ErrClockRange = errors.New("redisstore: clock reading out of range")
 // [WithPrefix] says otherwise.
 const DefaultPrefix = "admit:"
 
-// Limiter is a keyed limiter for one rule whose state lives in Redis, shared
-// by every process that uses the same server, prefix and rule. Each decision
-// is one round trip: one Lua script that reads the key's state, decides as the
-// local kernels do, and writes the new state with a time to live. It is safe
-// for concurrent use.
+// Limiter is a keyed limiter whose state lives in Redis, shared by every
+// process that uses the same server, prefix and rules: one rule ([New]) or
+// several enforced together on each key, a composite ([NewLimits]). Each
+// decision is one round trip: one Lua script that reads the key's state,
+// decides as the local kernels do, and writes the new state with a time to
+// live. It is safe for concurrent use.
 type Limiter struct {
-	client redis.Scripter
-	script *redis.Script
-	rule   admit.Rule
-	prefix string
-	clock  clock.Clock   // nil: the server's TIME
-	unit   time.Duration // nanoseconds per unit of the script's time
+	client    redis.Scripter
+	script    *redis.Script
+	limits    admit.Limits
+	name      string // the Limits' text, which errors name
+	limit     int    // the smallest Limit: no larger n ever passes
+	composite bool   // two or more rules, decided by the composite script
+	prefix    string
+	clock     clock.Clock   // nil: the server's TIME
+	unit      time.Duration // nanoseconds per unit of the script's time
 
-	// The script's fixed arguments, boxed once: units per millisecond, TTL
-	// slack in ms, the tag naming the algorithm and rule, stored with every
-	// state, limit, and Window in units.
-	fixed [5]any
+	// The script's arguments after the reading and n, boxed once: units per
+	// millisecond, TTL slack in ms, and the tag naming the rules and the
+	// units, stored with every state; then each rule's limit and Window in
+	// units, after its algorithm's letter in a composite.
+	fixed []any
 }
 
-// Option configures a [Limiter]. A bad option makes [New] return an error
-// wrapping [admit.ErrInvalidOption].
+// Option configures a [Limiter]. A bad option makes [New] and [NewLimits]
+// return an error wrapping [admit.ErrInvalidOption].
 type Option func(*config) error
 
 type config struct {
@@ -118,9 +123,41 @@ func New(client redis.Scripter, rule admit.Rule, opts ...Option) (*Limiter, erro
 	if isNil(client) {
 		return nil, fmt.Errorf("%w: redisstore.New: the client is nil", admit.ErrInvalidOption)
 	}
-	if err := rule.Validate(); err != nil {
+	limits, err := admit.NewLimits(rule) // a one-rule Limits: the rule's own error if it is invalid
+	if err != nil {
 		return nil, err
 	}
+	return newLimiter(client, limits, opts)
+}
+
+// NewLimits returns a limiter that enforces every rule of limits on each key,
+// all or nothing, as admit.Limits defines it: a request for n is admitted
+// only if every rule admits it at that reading, and then every rule is
+// charged; if any rule denies, nothing is written. One script decides all
+// the rules of a key, on one Redis key, in one round trip, so a composite
+// costs no more round trips than a single rule and works on Redis Cluster as
+// New's limiters do. For Limits of one rule it returns New's limiter for
+// that rule, which decides, stores and names its keys exactly as New's does.
+//
+// Each rule must be one that [New] accepts with the same options (the same
+// exactness bounds and, with server time, the same resolution); the error
+// for one that is not wraps [admit.ErrUnsupported] and names it. Invalid
+// Limits (the zero Limits) are an error wrapping [admit.ErrInvalidRule].
+// [Limiter.AllowNWhich] also returns the index of the rule that bound a
+// decision.
+func NewLimits(client redis.Scripter, limits admit.Limits, opts ...Option) (*Limiter, error) {
+	if isNil(client) {
+		return nil, fmt.Errorf("%w: redisstore.NewLimits: the client is nil", admit.ErrInvalidOption)
+	}
+	if err := limits.Validate(); err != nil {
+		return nil, err
+	}
+	return newLimiter(client, limits, opts)
+}
+
+// newLimiter is New and NewLimits after their checks of client and limits,
+// which are valid.
+func newLimiter(client redis.Scripter, limits admit.Limits, opts []Option) (*Limiter, error) {
 	cfg := config{prefix: DefaultPrefix}
 	for i, opt := range opts {
 		if opt == nil {
@@ -131,28 +168,50 @@ func New(client redis.Scripter, rule admit.Rule, opts ...Option) (*Limiter, erro
 		}
 	}
 	l := &Limiter{
-		client: client,
-		script: scripts[rule.Algorithm],
-		rule:   rule,
-		prefix: cfg.prefix,
-		clock:  cfg.clock,
-		unit:   time.Nanosecond,
+		client:    client,
+		limits:    limits,
+		name:      limits.String(),
+		limit:     limits.Limit(),
+		composite: limits.Len() > 1,
+		prefix:    cfg.prefix,
+		clock:     cfg.clock,
+		unit:      time.Nanosecond,
 	}
 	if l.clock == nil {
 		l.unit = time.Microsecond
 	}
-	if err := l.checkDomain(); err != nil {
-		return nil, err
+	for i := range limits.Len() {
+		if err := l.checkDomain(limits.At(i)); err != nil {
+			return nil, err
+		}
 	}
-	window := int64(rule.Window / l.unit)
-	l.fixed = [5]any{
-		int64(time.Millisecond / l.unit),
-		int64(evict.Slack / time.Millisecond),
-		fmt.Sprintf("%c%d/%d", "tfls"[rule.Algorithm-admit.TokenBucket], rule.Limit, window),
-		int64(rule.Limit),
-		window,
+	l.fixed = []any{int64(time.Millisecond / l.unit), int64(evict.Slack / time.Millisecond)}
+	if !l.composite {
+		rule := limits.At(0)
+		window := int64(rule.Window / l.unit)
+		l.script = scripts[rule.Algorithm]
+		l.fixed = append(l.fixed, fmt.Sprintf("%c%d/%d", algorithmLetter(rule.Algorithm), rule.Limit, window), int64(rule.Limit), window)
+		return l, nil
+	}
+	// The tag of a composite is the Limits' text, and the unit, since states
+	// counted in nanoseconds and in microseconds must not be mixed.
+	l.script = compositeScript
+	l.fixed = append(l.fixed, l.name+" in "+unitName(l.unit))
+	for i := range limits.Len() {
+		rule := limits.At(i)
+		l.fixed = append(l.fixed, string(algorithmLetter(rule.Algorithm)), int64(rule.Limit), int64(rule.Window/l.unit))
 	}
 	return l, nil
+}
+
+// algorithmLetter names an algorithm in the scripts' tags and arguments.
+func algorithmLetter(a admit.Algorithm) byte { return "tfls"[a-admit.TokenBucket] }
+
+func unitName(unit time.Duration) string {
+	if unit == time.Nanosecond {
+		return "ns"
+	}
+	return "µs"
 }
 
 // isNil reports whether c is nil, or a nil pointer of one of go-redis's
@@ -171,9 +230,10 @@ func isNil(c redis.Scripter) bool {
 	return false
 }
 
-func (l *Limiter) checkDomain() error {
-	r := l.rule
-	unitName := map[time.Duration]string{time.Nanosecond: "ns", time.Microsecond: "µs"}[l.unit]
+// checkDomain returns an error wrapping admit.ErrUnsupported if the scripts
+// cannot decide r exactly in l's units.
+func (l *Limiter) checkDomain(r admit.Rule) error {
+	unitName := unitName(l.unit)
 	if r.Window%l.unit != 0 {
 		return fmt.Errorf("%w: redisstore: rule %s: with server time (microseconds) the window must be a whole number of microseconds", admit.ErrUnsupported, r)
 	}
@@ -192,8 +252,18 @@ func (l *Limiter) checkDomain() error {
 	return nil
 }
 
-// Rule returns the limiter's rule.
-func (l *Limiter) Rule() admit.Rule { return l.rule }
+// Rule returns the limiter's rule. A composite has several, which
+// [Limiter.Limits] returns; its Rule is the zero Rule.
+func (l *Limiter) Rule() admit.Rule {
+	if l.composite {
+		return admit.Rule{}
+	}
+	return l.limits.At(0)
+}
+
+// Limits returns the rules the limiter enforces on every key: New's one rule,
+// or NewLimits' Limits.
+func (l *Limiter) Limits() admit.Limits { return l.limits }
 
 // Key returns the Redis key that holds key's state.
 func (l *Limiter) Key(key string) string {
@@ -207,15 +277,26 @@ func (l *Limiter) Allow(ctx context.Context, key string) (admit.Decision, error)
 
 // AllowN decides whether n more requests from key may pass now, in one round
 // trip, and records them if so; its Decisions are those of the local
-// variants (see admit.KeyedLimiter). A request that can never pass (n < 0 or
-// n > Limit) is denied with RetryAfter admit.Never, and n == 0 is a probe
-// that changes nothing. When the server cannot be reached, or ctx ends first,
-// it returns the error and a zero Decision: what to do then is the caller's
-// choice, which [Keyed] makes by a [Policy].
+// variants (see admit.KeyedLimiter, and admit.Limits for a composite's). A
+// request that can never pass (n < 0, or n above the smallest Limit) is
+// denied with RetryAfter admit.Never, and n == 0 is a probe that changes
+// nothing. When the server cannot be reached, or ctx ends first, it returns
+// the error and a zero Decision: what to do then is the caller's choice,
+// which [Keyed] makes by a [Policy].
 func (l *Limiter) AllowN(ctx context.Context, key string, n int) (admit.Decision, error) {
+	d, _, err := l.AllowNWhich(ctx, key, n)
+	return d, err
+}
+
+// AllowNWhich is AllowN, and also returns the index in [Limiter.Limits] of
+// the rule that bound the decision: on a denial the rule with the largest
+// RetryAfter, on an admission (or a probe) the rule with the smallest
+// Remaining, the first in order on a tie, as admit.Limits defines it. For a
+// limiter of one rule it is 0. On an error it is 0, with a zero Decision.
+func (l *Limiter) AllowNWhich(ctx context.Context, key string, n int) (admit.Decision, int, error) {
 	args, err := l.args(n)
 	if err != nil {
-		return admit.Decision{}, err
+		return admit.Decision{}, 0, err
 	}
 	return l.decision(l.script.Run(ctx, l.client, []string{l.Key(key)}, args...), key, n)
 }
@@ -255,7 +336,7 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 		err = l.client.Eval(ctx, unlinkScript, []string{l.Key(key)}).Err()
 	}
 	if err != nil {
-		return fmt.Errorf("redisstore: %s, key %q: reset: %w", l.rule, key, err)
+		return fmt.Errorf("redisstore: %s, key %q: reset: %w", l.name, key, err)
 	}
 	return nil
 }
@@ -276,7 +357,7 @@ const unlinkScript = "return redis.call('UNLINK', KEYS[1])"
 // the state's ResetAfter).
 func (l *Limiter) args(n int) ([]any, error) {
 	probe := n
-	if n < 0 || n > l.rule.Limit {
+	if n < 0 || n > l.limit {
 		probe = 0
 	}
 	var now any = ""
@@ -287,28 +368,54 @@ func (l *Limiter) args(n int) ([]any, error) {
 		}
 		now = int64(t)
 	}
-	f := &l.fixed
-	return []any{now, probe, f[0], f[1], f[2], f[3], f[4]}, nil
+	args := make([]any, 2, 2+len(l.fixed))
+	args[0], args[1] = now, probe
+	return append(args, l.fixed...), nil
 }
 
-// decision decodes the script's reply to a request of n.
-func (l *Limiter) decision(cmd *redis.Cmd, key string, n int) (admit.Decision, error) {
+// decision decodes the script's reply to a request of n: the Decision and
+// the index of the rule that bound it.
+func (l *Limiter) decision(cmd *redis.Cmd, key string, n int) (admit.Decision, int, error) {
 	res, err := cmd.Int64Slice()
 	if err != nil {
-		return admit.Decision{}, fmt.Errorf("redisstore: %s, key %q: %w", l.rule, key, err)
+		return admit.Decision{}, 0, fmt.Errorf("redisstore: %s, key %q: %w", l.name, key, err)
 	}
-	if len(res) != 4 {
-		return admit.Decision{}, fmt.Errorf("redisstore: %s, key %q: the script replied %v, want 4 integers", l.rule, key, res)
+	want := 4 // allowed, remaining, retry-after, reset-after
+	if l.composite {
+		want = 5 // and the rule that bound
+	}
+	if len(res) != want || (l.composite && (res[4] < 0 || res[4] >= int64(l.limits.Len()))) {
+		return admit.Decision{}, 0, fmt.Errorf("redisstore: %s, key %q: the script replied %v, want %d integers", l.name, key, res, want)
+	}
+	which := 0
+	if l.composite {
+		which = int(res[4])
+	}
+	never := n < 0 || n > l.limit
+	if never {
+		which = l.neverBinds(n)
 	}
 	d := admit.Decision{
 		Allowed:    res[0] == 1,
-		Limit:      l.rule.Limit,
+		Limit:      l.limits.At(which).Limit,
 		Remaining:  int(res[1]),
 		RetryAfter: time.Duration(res[2]) * l.unit,
 		ResetAfter: time.Duration(res[3]) * l.unit,
 	}
-	if n < 0 || n > l.rule.Limit {
+	if never {
 		d.Allowed, d.Remaining, d.RetryAfter = false, 0, admit.Never
 	}
-	return d, nil
+	return d, which, nil
+}
+
+// neverBinds returns the index of the rule that binds a request for n that
+// can never pass: the first whose Limit is below n, whose RetryAfter is
+// admit.Never, or the first of all for n < 0, which every rule refuses.
+func (l *Limiter) neverBinds(n int) int {
+	for i := range l.limits.Len() {
+		if n > l.limits.At(i).Limit {
+			return i
+		}
+	}
+	return 0
 }

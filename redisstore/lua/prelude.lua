@@ -2,18 +2,21 @@
 --
 -- KEYS[1]  the limiter key, prefix{key}
 -- ARGV[1]  the reading in units, or '' to read the server's TIME in µs
--- ARGV[2]  n, 0 <= n <= limit (the client answers other n without a script)
+-- ARGV[2]  n, 0 <= n <= the smallest limit (the client answers other n
+--          without a script)
 -- ARGV[3]  units per millisecond: 1000000 (ns) or 1000 (µs)
 -- ARGV[4]  extra milliseconds on every TTL
--- ARGV[5]  tag naming the algorithm and rule, kept with the state
--- ARGV[6…] the rule: see the script's last part (single.lua or list.lua)
+-- ARGV[5]  tag naming the rules and units, kept with the state
+-- ARGV[6…] the rules: see the script's last part (single.lua, list.lua or
+--          composite.lua)
 --
 -- Each algorithm is a function of (limit, window, n, state) that reads the
 -- state, decides as its kernel does, and returns allowed (1 or 0),
 -- remaining, retry-after and reset-after, durations in units, and, when it
 -- admits n > 0, what to write; it writes nothing itself. The script's last
--- part reads the key, calls the function and writes. The reply is
--- {allowed, remaining, retry-after, reset-after}.
+-- part reads the key, calls the functions and writes. The reply is
+-- {allowed, remaining, retry-after, reset-after}, and for a composite the
+-- index of the rule that bound the decision after them.
 --
 -- Lua numbers are doubles: every value here is an integer below 2^53 in
 -- magnitude, which the client guarantees by bounding readings (|t| <= 2^51
@@ -22,8 +25,8 @@
 --
 -- Out of memory: every script reads and decides before it writes, and its
 -- first write is one that Redis refuses when used memory is over maxmemory
--- (SET, RPUSH: commands flagged deny-oom). Redis applies that refusal only
--- until a script's first write, since it never stops a script half way: a
+-- (SET, RPUSH, HSET: commands flagged deny-oom). Redis applies that refusal
+-- only until a script's first write, since it never stops a script half way: a
 -- script whose first write were LTRIM, DEL or PEXPIRE, which it lets through,
 -- could go on to grow a key past maxmemory. So under noeviction an admission
 -- fails with Redis's OOM error having written nothing, and a denial, which
@@ -75,10 +78,10 @@ local function ttl(units)
 end
 
 -- check raises an error unless found, the tag of the key's state s, is this
--- limiter's: a state written for another rule or algorithm is never misread.
+-- limiter's: a state written for other rules is never misread.
 local function check(s, found)
   if found ~= tag then
-    error({err = 'ADMIT key ' .. key .. ' holds state of another rule (' .. string.sub(s, 1, 40) ..
+    error({err = 'ADMIT key ' .. key .. ' holds state of another rule (' .. string.sub(s, 1, #tag + 40) ..
       ', want ' .. tag .. '): give limiters of different rules different prefixes'})
   end
 end

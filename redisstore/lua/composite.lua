@@ -1,0 +1,123 @@
+-- The rules of an admit.Limits on one key, decided all or nothing, as
+-- internal/kernel/composite.go: n is admitted iff every rule admits it at
+-- this reading, and then every rule is charged; if any rule denies, nothing
+-- is written.
+--
+-- ARGV[6 + 3i]  rule i's algorithm: t, f, l or s (for i from 0)
+-- ARGV[7 + 3i]  rule i's limit
+-- ARGV[8 + 3i]  rule i's window, in units
+--
+-- The state is one hash, so that a decision touches one key (one slot of a
+-- Redis Cluster): field 'tag' holds the tag, and field i rule i's state,
+-- its numbers separated by spaces as a single rule's string holds them. A
+-- sliding log is the kernel's ring of limit slots: field i holds 'head
+-- size', and field 'i:j' slot j, so that its entries, oldest first, are
+-- slots head, head + 1, ... (mod limit), and the binary search reads each
+-- with one HGET.
+local algorithms = {t = tokenbucket, f = fixedwindow, l = slidinglog, s = slidingcounter}
+local parts, fields = {}, {'tag'}
+for i = 0, (#ARGV - 5) / 3 - 1 do
+  local a = 6 + 3 * i
+  parts[i + 1] = {alg = ARGV[a], limit = tonumber(ARGV[a + 1]), window = tonumber(ARGV[a + 2]), field = tostring(i)}
+  fields[i + 2] = tostring(i)
+end
+local got = redis.call('HMGET', key, unpack(fields))
+if got[1] then
+  check(got[1], got[1])
+end
+for i, p in ipairs(parts) do
+  local state
+  if got[i + 1] then
+    local a, b, c = string.match(got[i + 1], '^(%S+) (%S+) ?(%S*)$')
+    state = {tonumber(a), tonumber(b), tonumber(c)}
+  end
+  if p.alg == 'l' then
+    local head, size = 0, 0
+    if state then
+      head, size = state[1], state[2]
+    end
+    local slot, limit = p.field .. ':', p.limit
+    p.head = head
+    state = {size = size, at = function(j)
+      return tonumber(redis.call('HGET', key, slot .. ((head + j) % limit)))
+    end}
+  end
+  p.state = state
+  p.decide = algorithms[p.alg]
+end
+
+local verdicts, all = {}, true
+for i, p in ipairs(parts) do
+  local allowed, remaining, retry, reset, write = p.decide(p.limit, p.window, n, p.state)
+  verdicts[i] = {allowed, remaining, retry, reset, write}
+  all = all and allowed == 1
+end
+
+if not all then
+  -- The rule that binds is the first with the largest retry-after. The
+  -- rules that admitted n were charged only in what they returned: their
+  -- reset-after is taken again from the state as it stays.
+  local retry, reset, which = 0, 0, 0
+  for i, p in ipairs(parts) do
+    local v = verdicts[i]
+    local r, z = v[3], v[4]
+    if v[1] == 1 then
+      local _, _, _, probe = p.decide(p.limit, p.window, 0, p.state)
+      r, z = 0, probe
+    end
+    if r > retry then
+      retry, which = r, i - 1
+    end
+    reset = math.max(reset, z)
+  end
+  return {0, 0, retry, reset, which}
+end
+
+-- Admitted (or a probe): the rule that binds is the first with the fewest
+-- remaining.
+local remaining, reset, which = 0, 0, 0
+for i, v in ipairs(verdicts) do
+  if i == 1 or v[2] < remaining then
+    remaining, which = v[2], i - 1
+  end
+  reset = math.max(reset, v[4])
+end
+if n > 0 then
+  -- Every read and the decision are done; now the writes, the first of them
+  -- one Redis refuses when it is out of memory (HSET): see the prelude.
+  local batch = {}
+  local function put(field, value)
+    batch[#batch + 1] = field
+    batch[#batch + 1] = value
+    if #batch >= 2000 then
+      redis.call('HSET', key, unpack(batch))
+      batch = {}
+    end
+  end
+  if not got[1] then
+    put('tag', tag)
+  end
+  for i, p in ipairs(parts) do
+    local w = verdicts[i][5]
+    if p.alg == 'l' then
+      -- drop the dead oldest entries, then append n at time eff
+      local limit, t = p.limit, string.format('%d', w[1])
+      local head = (p.head + w[2]) % limit
+      local size = p.state.size - w[2]
+      for _ = 1, n do
+        put(p.field .. ':' .. ((head + size) % limit), t)
+        size = size + 1
+      end
+      put(p.field, string.format('%d %d', head, size))
+    elseif #w == 2 then
+      put(p.field, string.format('%d %d', w[1], w[2]))
+    else
+      put(p.field, string.format('%d %d %d', w[1], w[2], w[3]))
+    end
+  end
+  if #batch > 0 then
+    redis.call('HSET', key, unpack(batch))
+  end
+  redis.call('PEXPIRE', key, ttl(reset))
+end
+return {1, remaining, 0, reset, which}
