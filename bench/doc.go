@@ -30,6 +30,12 @@
 // so each measured call pays exactly one dynamic call on top of the limiter's
 // own work, the floor rows included.
 //
+// Composite limits (admit.Limits, several rules on one key) have a workload
+// of their own, BenchmarkComposite, over a small table of admit's variants
+// in composite_test.go: a token bucket under a fixed window beside the token
+// bucket alone, on a frozen clock, so that -col /limits reads what the
+// second rule costs.
+//
 // # Names
 //
 // Sub-benchmarks are named key=value (path=allow/algo=token-bucket/impl=atomic-packed)

@@ -47,5 +47,7 @@ table "policy.Service.Check" \
 	-filter ".name:Policy $ns" -row /impl -col /pairs
 table "Eviction on vs off, 100,000 keys (on vs off)" \
 	-filter ".name:Eviction $ns" -row /algo,/impl -col /evict
+table "Composite limits: a token bucket under a fixed window vs the token bucket alone, frozen clock (tb+fw vs tb)" \
+	-filter ".name:Composite $ns" -row /path,/keys,/impl -col /limits
 table "Memory: bytes per key after inserting N keys (one sample)" \
 	-filter '.name:Memory .unit:bytes/key' -table /keys -row /algo,/impl

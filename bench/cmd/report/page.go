@@ -29,16 +29,17 @@ type page struct {
 	Headline headline
 	Goals    goals
 
-	Floors   *tbl
-	Serial   *serialSection
-	HotKey   *hotKeySection
-	Keyed    *keyedSection
-	Churn    *chartSection
-	AllowN   *tbl
-	Policy   *tbl
-	Eviction *evictionSection
-	Memory   *chartSection
-	Instr    *instrSection
+	Floors    *tbl
+	Serial    *serialSection
+	HotKey    *hotKeySection
+	Keyed     *keyedSection
+	Churn     *chartSection
+	AllowN    *tbl
+	Composite bool // the run measured BenchmarkComposite (its table is benchstat's)
+	Policy    *tbl
+	Eviction  *evictionSection
+	Memory    *chartSection
+	Instr     *instrSection
 
 	KeyedInstr *keyedInstrSection
 	Cache      *cacheSection
@@ -256,6 +257,7 @@ func (rep *report) build(benchstat string) (*page, error) {
 	pg.Keyed = rep.keyed()
 	pg.Churn = rep.churn()
 	pg.AllowN = rep.allowN()
+	pg.Composite = rep.ran("Composite")
 	pg.Policy = rep.policy()
 	pg.Eviction = rep.eviction()
 	pg.Memory = rep.memory()

@@ -144,6 +144,30 @@ func TestGenerate(t *testing.T) {
 	}
 }
 
+// TestGenerateComposite: the composite section says what its rows measure
+// when the run has them, and that it was not measured when not.
+func TestGenerateComposite(t *testing.T) {
+	const measured = "## Composite limits\n\n`BenchmarkComposite` measures what a second rule on a key costs"
+	const missing = "## Composite limits\n\nNot measured in this run.\n\n## Memory"
+	files, err := generate(writeResults(t, nil))
+	if err != nil {
+		t.Fatalf("generate: %v", err)
+	}
+	if md := string(files["benchmarks.md"]); !strings.Contains(md, missing) || strings.Contains(md, measured) {
+		t.Errorf("a run without BenchmarkComposite: benchmarks.md lacks %q, or has %q", missing, measured)
+	}
+	files, err = generate(writeResults(t, func(run string) string {
+		return run + "BenchmarkComposite/path=serial/limits=tb+fw/impl=locked-2 \t 1000 \t 80.0 ns/op \t 1.000 admitted/op\n"
+	}))
+	if err != nil {
+		t.Fatalf("generate: %v", err)
+	}
+	md := string(files["benchmarks.md"])
+	if !strings.Contains(md, measured) || !strings.Contains(md, "gives the ratio.\n\n## Memory") {
+		t.Errorf("a run with BenchmarkComposite: benchmarks.md lacks %q and the section's end", measured)
+	}
+}
+
 // TestGenerateSubset: a run of some workloads only (BENCH=...) reports the
 // others as not measured, and its goals too.
 func TestGenerateSubset(t *testing.T) {
