@@ -132,13 +132,13 @@ func (l *compFullKeys[S]) Limits() admit.Limits { return l.composite().Limits() 
 func (l *compFullKeys[S]) Allow(key string) admit.Decision { return l.AllowN(key, 1) }
 
 func (l *compFullKeys[S]) AllowN(key string, n int) admit.Decision {
-	d, _ := l.allow(key, maphash.String(l.seed, key), n)
+	d, _ := l.allow(key, key, maphash.String(l.seed, key), n)
 	return d
 }
 
 // AllowNWhich implements [admit.CompositeStore].
 func (l *compFullKeys[S]) AllowNWhich(key string, n int) (admit.Decision, int) {
-	return l.allow(key, maphash.String(l.seed, key), n)
+	return l.allow(key, key, maphash.String(l.seed, key), n)
 }
 
 // Reset forgets key's state (see store.reset).
@@ -151,14 +151,14 @@ func (l *compHashedKeys[S]) Allow(key string) admit.Decision { return l.AllowN(k
 
 func (l *compHashedKeys[S]) AllowN(key string, n int) admit.Decision {
 	h := maphash.String(l.seed, key)
-	d, _ := l.allow(h, h, n)
+	d, _ := l.allow(key, h, h, n)
 	return d
 }
 
 // AllowNWhich implements [admit.CompositeStore].
 func (l *compHashedKeys[S]) AllowNWhich(key string, n int) (admit.Decision, int) {
 	h := maphash.String(l.seed, key)
-	return l.allow(h, h, n)
+	return l.allow(key, h, h, n)
 }
 
 // Reset forgets key's state (see store.reset).

@@ -42,7 +42,7 @@ var (
 
 // ReserveN implements [admit.KeyedReserver].
 func (l tbCompFullKeys[S]) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
-	return l.reserveComposite(key, maphash.String(l.seed, key), n, maxWait)
+	return l.reserveComposite(key, key, maphash.String(l.seed, key), n, maxWait)
 }
 
 // CancelReservation implements [admit.KeyedReserver].
@@ -53,7 +53,7 @@ func (l tbCompFullKeys[S]) CancelReservation(key string, r admit.Reservation) bo
 // ReserveN implements [admit.KeyedReserver].
 func (l tbCompHashedKeys[S]) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
 	h := maphash.String(l.seed, key)
-	return l.reserveComposite(h, h, n, maxWait)
+	return l.reserveComposite(key, h, h, n, maxWait)
 }
 
 // CancelReservation implements [admit.KeyedReserver].
@@ -78,14 +78,24 @@ func (l *store[KT, S]) showCompositeHold(sh *shard[KT, S], s *S, now time.Durati
 }
 
 // reserveComposite is reserveN for a composite; see the top of this file.
-func (l *store[KT, S]) reserveComposite(mk KT, h uint64, n int, maxWait time.Duration) (admit.Reservation, bool) {
+// A key the shard does not hold consults the hooks as allow does
+// (migrate.go).
+func (l *store[KT, S]) reserveComposite(key string, mk KT, h uint64, n int, maxWait time.Duration) (admit.Reservation, bool) {
 	now := l.clock.Now()
 	l.paused()
 	sh := &l.shards[h>>l.shift]
 	sh.mu.Lock()
+	s := sh.m[mk]
+	if s == nil {
+		if hk := l.hooks.Load(); hk != nil {
+			var redirect bool
+			if s, redirect = l.consult(sh, hk, key, mk); redirect {
+				return reserveElsewhere(hk, key, n) // sh.mu released
+			}
+		}
+	}
 	defer sh.mu.Unlock()
 	k := l.composite()
-	s := sh.m[mk]
 	if s == nil {
 		now = max(now, sh.floor) // the key may have been evicted as fresh at floor
 		var probe S

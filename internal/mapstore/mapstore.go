@@ -23,6 +23,10 @@
 // out reservations, with a hold per waiting key (reserve.go). Composite
 // limits (NewLimits) keep all the rules of a key in one state, decided
 // together through kernel.Composite (composite.go, composite_reserve.go).
+// Every store is a migrate.Store, whose keys a policy.Service moves one by
+// one to another store when their limits change (migrate.go): a call on a
+// key its shard does not hold consults the Service's hooks, releasing the
+// lock to adopt the key or to have the call decided elsewhere.
 // docs/keyed-stores.md has the protocol and its proof.
 package mapstore
 
@@ -42,6 +46,7 @@ import (
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/layout"
+	"github.com/admit-go/admit/internal/migrate"
 	"github.com/admit-go/admit/internal/plumb"
 )
 
@@ -144,6 +149,10 @@ type store[KT comparable, S any] struct {
 	shards  []shard[KT, S]
 	keys    evict.Counter // keys stored (when maxKeys > 0), and makeRoom's cursor
 
+	// hooks are a migrate.Store's hooks (SetHooks, migrate.go), nil until
+	// set. Only the path of a key a shard does not hold reads them.
+	hooks atomic.Pointer[migrate.Hooks]
+
 	// pause, when set (by tests only), is called once, by the first call to
 	// reach it after it has read the clock and before it takes its shard's
 	// lock. It lets tests stop a call there while others run (Pause).
@@ -178,7 +187,7 @@ func (l *fullKeys[S]) Allow(key string) admit.Decision { return l.AllowN(key, 1)
 func (l *fullKeys[S]) Rule() admit.Rule { return l.rule }
 
 func (l *fullKeys[S]) AllowN(key string, n int) admit.Decision {
-	d, _ := l.allow(key, maphash.String(l.seed, key), n)
+	d, _ := l.allow(key, key, maphash.String(l.seed, key), n)
 	return d
 }
 
@@ -197,7 +206,7 @@ func (l *hashedKeys[S]) Rule() admit.Rule { return l.rule }
 
 func (l *hashedKeys[S]) AllowN(key string, n int) admit.Decision {
 	h := maphash.String(l.seed, key)
-	d, _ := l.allow(h, h, n)
+	d, _ := l.allow(key, h, h, n)
 	return d
 }
 
@@ -207,20 +216,20 @@ func (l *hashedKeys[S]) Reset(key string) {
 	l.reset(h, h)
 }
 
-// allow decides a request for n on the key whose map key is mk and whose
-// hash is h, and returns the decision and the index of the rule that bound
-// it (decideWhich). The whole of it, from lookup to eviction, runs under the
-// shard's lock, so no other call can see or evict the state in between.
-func (l *store[KT, S]) allow(mk KT, h uint64, n int) (admit.Decision, int) {
+// allow decides a request for n on key, whose map key is mk and whose hash
+// is h, and returns the decision and the index of the rule that bound it
+// (decideWhich). The whole of it, from lookup to eviction, runs under the
+// shard's lock, so no other call can see or evict the state in between; a
+// key the shard does not hold takes the path of missing, which may release
+// the lock to consult the hooks (migrate.go).
+func (l *store[KT, S]) allow(key string, mk KT, h uint64, n int) (admit.Decision, int) {
 	now := l.clock.Now() // read outside the lock; see shard.floor for stale readings
 	l.paused()
 	sh := &l.shards[h>>l.shift]
 	sh.mu.Lock()
 	s := sh.m[mk]
 	if s == nil {
-		d, which := l.insert(sh, mk, now, n)
-		sh.mu.Unlock()
-		return d, which
+		return l.missing(sh, key, mk, now, n) // releases sh.mu
 	}
 	d, which := l.decideWhich(s, now, n) // in place: the map is not written
 	if len(sh.holds) != 0 {

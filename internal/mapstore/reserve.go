@@ -61,7 +61,7 @@ func buildTB[S any](kern any, rule admit.Rule, set plumb.Settings) admit.Store {
 
 // ReserveN implements [admit.KeyedReserver].
 func (l tbFullKeys[S]) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
-	return l.reserveN(key, maphash.String(l.seed, key), n, maxWait)
+	return l.reserveN(key, key, maphash.String(l.seed, key), n, maxWait)
 }
 
 // CancelReservation implements [admit.KeyedReserver].
@@ -72,7 +72,7 @@ func (l tbFullKeys[S]) CancelReservation(key string, r admit.Reservation) bool {
 // ReserveN implements [admit.KeyedReserver].
 func (l tbHashedKeys[S]) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
 	h := maphash.String(l.seed, key)
-	return l.reserveN(h, h, n, maxWait)
+	return l.reserveN(key, h, h, n, maxWait)
 }
 
 // CancelReservation implements [admit.KeyedReserver].
@@ -96,15 +96,24 @@ func (l *store[KT, S]) showHold(sh *shard[KT, S], s *S, now time.Duration) {
 	sh.holds[s] = h
 }
 
-// reserveN is allow for a reservation; see the top of this file.
-func (l *store[KT, S]) reserveN(mk KT, h uint64, n int, maxWait time.Duration) (admit.Reservation, bool) {
+// reserveN is allow for a reservation; see the top of this file. A key
+// the shard does not hold consults the hooks as allow does (migrate.go).
+func (l *store[KT, S]) reserveN(key string, mk KT, h uint64, n int, maxWait time.Duration) (admit.Reservation, bool) {
 	now := l.clock.Now()
 	l.paused()
 	sh := &l.shards[h>>l.shift]
 	sh.mu.Lock()
+	s := sh.m[mk]
+	if s == nil {
+		if hk := l.hooks.Load(); hk != nil {
+			var redirect bool
+			if s, redirect = l.consult(sh, hk, key, mk); redirect {
+				return reserveElsewhere(hk, key, n) // sh.mu released
+			}
+		}
+	}
 	defer sh.mu.Unlock()
 	k := l.tbKernel()
-	s := sh.m[mk]
 	if s == nil {
 		now = max(now, sh.floor) // the key may have been evicted as fresh at floor
 		var probe kernel.TokenBucketState

@@ -1,0 +1,271 @@
+package mapstore
+
+import (
+	"hash/maphash"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/reservation"
+)
+
+// Every store of New and NewLimits is a migrate.Store: a policy.Service
+// Reload moves keys out of it one by one (Take), into it (Put), over its
+// listed keys (Keys), and has its say over the keys it does not hold
+// through the hooks (SetHooks).
+//
+// Take, Put and Keys work under the key's (each) shard's lock, which every
+// call on the key holds for its whole work, so Take is linearized with the
+// key's decisions exactly as Reset is: a decision ordered before it is in
+// the state taken; one ordered after finds the key missing.
+//
+// The hooks are read only on the path of a key the shard does not hold
+// (missing, and the same place in reserveN and reserveComposite), never on
+// the path of a stored key: a store without hooks pays one atomic load
+// there. On that path Adopt is called with the shard's lock released (it
+// may Put the key here, and the Service takes its migration mutex before
+// any store's lock, so that two stores trading keys cannot deadlock), and
+// the key is looked up again under the lock; if it is still missing, Keep
+// is asked under the lock, right before the key would be inserted. A call
+// Keep refuses stores nothing, releases the lock and is decided by
+// Redirect. Every call on a missing key asks Keep, probes and denials
+// included, which insert nothing: a key that moved has its state elsewhere,
+// and a probe here would report a fresh one.
+
+var (
+	_ migrate.Store = (*fullKeys[uint64])(nil)
+	_ migrate.Store = (*hashedKeys[kernel.Log])(nil)
+	_ migrate.Store = tbFullKeys[kernel.TokenBucketState]{}
+	_ migrate.Store = tbHashedKeys[uint64]{}
+	_ migrate.Store = (*compFullKeys[[2]kernel.PartState])(nil)
+	_ migrate.Store = (*compHashedKeys[[8]kernel.PartState])(nil)
+	_ migrate.Store = tbCompFullKeys[[3]kernel.PartState]{}
+	_ migrate.Store = tbCompHashedKeys[[2]kernel.PartState]{}
+)
+
+// Limits implements [migrate.Store]: the store's rule, as one-rule Limits.
+func (l *fullKeys[S]) Limits() admit.Limits { return oneRule(l.rule) }
+
+// Limits implements [migrate.Store]: the store's rule, as one-rule Limits.
+func (l *hashedKeys[S]) Limits() admit.Limits { return oneRule(l.rule) }
+
+// oneRule returns the Limits of the valid rule r.
+func oneRule(r admit.Rule) admit.Limits {
+	limits, _ := admit.NewLimits(r) // New's caller validated r
+	return limits
+}
+
+// SetHooks implements [migrate.Store].
+func (l *store[KT, S]) SetHooks(h *migrate.Hooks) { l.hooks.Store(h) }
+
+// locate returns the map key and the hash of key.
+func (l *store[KT, S]) locate(key string) (KT, uint64) {
+	h := maphash.String(l.seed, key)
+	if l.clone != nil { // full keys: KT is string
+		return any(key).(KT), h
+	}
+	return any(h).(KT), h
+}
+
+// Take implements [migrate.Store]. Under the key's shard's lock it deletes
+// the key and its hold (a reservation made before can no longer be
+// cancelled; its tokens stay taken in the state carried), uncounts it
+// against WithMaxKeys, and writes its state to into. It does not raise the
+// floor, as Reset does not: the key was not judged fresh.
+//
+// A sliding log's *kernel.Log is handed over as it is, not copied: the
+// deletion removed the store's only reference to it, and the calls that
+// could still reach it run under the lock Take holds.
+func (l *store[KT, S]) Take(key string, into []kernel.PartState) bool {
+	mk, h := l.locate(key)
+	sh := &l.shards[h>>l.shift]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s := sh.m[mk]
+	if s == nil {
+		return false
+	}
+	l.export(s, into)
+	sh.drop(mk, s)
+	if l.maxKeys > 0 {
+		l.keys.Release(1)
+	}
+	return true
+}
+
+// Put implements [migrate.Store]. from must hold states of the store's
+// limits, as kernel.Convert writes them; Put keeps from's sliding logs
+// rather than copying them, so the caller hands them over with a Put that
+// stores the key. It stores the key under the store's own copy, with no
+// sweep, and counts it against WithMaxKeys even beyond the bound, which
+// later insertions then find full until evictions bring the count down:
+// a carried state is never dropped for want of room.
+func (l *store[KT, S]) Put(key string, from []kernel.PartState) bool {
+	mk, h := l.locate(key)
+	sh := &l.shards[h>>l.shift]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.m[mk] != nil {
+		return false
+	}
+	if l.maxKeys > 0 {
+		l.keys.Release(-1) // counted unconditionally, beyond the bound if need be
+	}
+	if l.clone != nil {
+		mk = l.clone(mk) // our own copy: the caller may reuse the key's memory
+	}
+	sh.m[mk] = l.imported(from)
+	sh.peak = max(sh.peak, len(sh.m))
+	return true
+}
+
+// Keys implements [migrate.Store]. It copies each shard's keys under the
+// shard's lock and calls yield with them after releasing it, so that yield
+// may call the store (Take the key, say). A store of hashed keys keeps no
+// keys to give and returns false at once.
+func (l *store[KT, S]) Keys(yield func(key string) bool) bool {
+	if l.clone == nil {
+		return false
+	}
+	var keys []string
+	for i := range l.shards {
+		sh := &l.shards[i]
+		keys = keys[:0]
+		sh.mu.Lock()
+		for mk := range sh.m {
+			keys = append(keys, any(mk).(string)) // the store's copy, never rewritten
+		}
+		sh.mu.Unlock()
+		for _, k := range keys {
+			if !yield(k) {
+				return true
+			}
+		}
+	}
+	return true
+}
+
+// export writes the state *s to into as parts of the store's limits,
+// dispatching on the kernel as decide does. A sliding log's part is s
+// itself.
+func (l *store[KT, S]) export(s *S, into []kernel.PartState) {
+	switch l.kern.(type) {
+	case *packedTB, *kernel.TokenBucket:
+		into[0] = kernel.PartState{}
+		into[0].SetTB(tbState(s))
+	case *kernel.FixedWindow:
+		into[0] = kernel.PartState{}
+		into[0].SetFW(*any(s).(*kernel.FixedWindowState))
+	case *kernel.SlidingLog:
+		into[0] = kernel.PartState{Log: any(s).(*kernel.Log)}
+	case *kernel.Composite:
+		copy(into, parts(s))
+	default:
+		into[0] = kernel.PartState{}
+		into[0].SetSC(*any(s).(*kernel.SlidingCounterState))
+	}
+}
+
+// imported returns a new stored state holding from, export's inverse. A
+// sliding log's part is from's log itself (a new empty log for a part that
+// has none), and a packed token bucket keeps the TAT alone (its Frac is
+// always 0: kernel.TokenBucket.Packable).
+func (l *store[KT, S]) imported(from []kernel.PartState) *S {
+	switch l.kern.(type) {
+	case *packedTB, *kernel.TokenBucket:
+		s := new(S)
+		setTBState(s, from[0].TB())
+		return s
+	case *kernel.FixedWindow:
+		s := new(kernel.FixedWindowState)
+		*s = from[0].FW()
+		return any(s).(*S)
+	case *kernel.SlidingLog:
+		if from[0].Log != nil {
+			return any(from[0].Log).(*S)
+		}
+		return new(S)
+	case *kernel.Composite:
+		s := new(S)
+		copy(parts(s), from)
+		return s
+	default:
+		s := new(kernel.SlidingCounterState)
+		*s = from[0].SC()
+		return any(s).(*S)
+	}
+}
+
+// missing decides a request for n on key, whose map key mk sh does not
+// hold: through the hooks if the store has any, else as a new key
+// (insert). It requires that sh.mu is held, and releases it. It holds
+// the whole path of a missing key, so that allow's path for a stored key
+// reads no hook.
+func (l *store[KT, S]) missing(sh *shard[KT, S], key string, mk KT, now time.Duration, n int) (admit.Decision, int) {
+	if hk := l.hooks.Load(); hk != nil {
+		s, redirect := l.consult(sh, hk, key, mk)
+		if redirect {
+			return hk.Redirect(key, n) // sh.mu released
+		}
+		if s != nil { // Adopt put the key here
+			d, which := l.decideWhich(s, now, n)
+			if len(sh.holds) != 0 {
+				l.showHold(sh, s, now)
+			}
+			if len(sh.cheld) != 0 {
+				l.showCompositeHold(sh, s, now)
+			}
+			sh.mu.Unlock()
+			return d, which
+		}
+	}
+	d, which := l.insert(sh, mk, now, n)
+	sh.mu.Unlock()
+	return d, which
+}
+
+// consult runs the hooks hk for a call on key, whose map key mk sh does not
+// hold. If hk has an Adopt, it releases sh.mu, calls Adopt, takes sh.mu
+// again and returns the key's state if Adopt put it here. Then, for a key
+// still missing, if Keep refuses it (Keep and Redirect both set: a Keep
+// without a Redirect has nowhere to send the call), consult releases sh.mu
+// and returns redirect true: the caller decides the call with hk.Redirect.
+// Otherwise it returns nil and false, sh.mu held: the caller inserts the
+// key as usual. The call's reading, taken before, stays its reading: it is
+// stale by the time Adopt took, as any reading is by the time its call
+// waited for the lock (see shard.floor).
+//
+// It requires that sh.mu is held, and returns with it held unless redirect.
+func (l *store[KT, S]) consult(sh *shard[KT, S], hk *migrate.Hooks, key string, mk KT) (s *S, redirect bool) {
+	if hk.Adopt != nil {
+		sh.mu.Unlock()
+		hk.Adopt(key)
+		sh.mu.Lock()
+		if s = sh.m[mk]; s != nil {
+			return s, false
+		}
+	}
+	if hk.Keep != nil && hk.Redirect != nil && !hk.Keep(key) {
+		sh.mu.Unlock()
+		return nil, true
+	}
+	return nil, false
+}
+
+// reserveElsewhere is a reservation of n on key that the hooks hk refused
+// to keep: Redirect decides it, as an AllowN, which reserves nothing ahead.
+// An admission is a reservation due now that cannot be cancelled (the store
+// that admitted it keeps no record of it); a denial refuses the
+// reservation, taking nothing, with the denial's RetryAfter as its Delay,
+// so that admit.WaitKeyN sleeps that long and asks again, as it polls a
+// window (or gives up at once if that is beyond its deadline). Waiters on a
+// moved key are therefore polled rather than paced until their caller
+// reaches the key's new store.
+func reserveElsewhere(hk *migrate.Hooks, key string, n int) (admit.Reservation, bool) {
+	d, _ := hk.Redirect(key, n)
+	if d.Allowed {
+		return reservation.New(0, n, 0), true
+	}
+	return reservation.New(d.RetryAfter, n, 0), false
+}
