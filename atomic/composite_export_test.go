@@ -3,6 +3,7 @@ package atomic
 import (
 	"fmt"
 	"reflect"
+	"time"
 	"unsafe"
 
 	"github.com/admit-go/admit"
@@ -129,3 +130,8 @@ func PairCellsAligned(n int) (cellOffsets, pairOffsets []uintptr) {
 
 // PairCellSize is the size of a pair cell.
 const PairCellSize = unsafe.Sizeof(pairCell{})
+
+// evictAt and setPause give the store hooks (Hooks) their view of a
+// composite store.
+func (l keyedLimits[C, PC]) evictAt(at time.Duration) int { return l.st.evictAt(at) }
+func (l keyedLimits[C, PC]) setPause(f func())            { l.st.setPause(f) }

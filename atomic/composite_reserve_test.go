@@ -1,6 +1,7 @@
 package atomic_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -168,5 +169,62 @@ func TestLimitsReservedKeyEvicted(t *testing.T) {
 		assert.Equal(t, 1, store.Sweep(), "%s: due, then fresh", form.name)
 		assert.Zero(t, store.Len(), form.name)
 		assert.False(t, keyed.(admit.KeyedReserver).CancelReservation("k", res), "%s: evicted as fresh, so due", form.name)
+	}
+}
+
+// TestLimitsReserveHammer: on a frozen clock, goroutines admit while others
+// reserve and at once cancel, on one key of two token buckets: a
+// cancellation fails when another call took tokens in between. The faster bucket's TAT then counts every token taken and not
+// given back, one emission interval each: at the end it lies exactly
+// (admitted + reservations kept) intervals past the reading, so no
+// admission was lost or doubled around a hold, and no cancellation gave
+// back what it should not have, or twice.
+func TestLimitsReserveHammer(t *testing.T) {
+	limits := mustLimits(t, "token-bucket,10,1s + token-bucket,1000,1h")
+	const start = time.Hour
+	for _, form := range compositeForms {
+		fake := clock.NewFake()
+		fake.Set(start)
+		keyed, err := admitatomic.NewLimitsForm(limits, form.pair, admit.WithClock(fake))
+		require.NoError(t, err)
+		kr := keyed.(admit.KeyedReserver)
+		var mu sync.Mutex
+		admitted, kept, cancelled := 0, 0, 0
+		var wg sync.WaitGroup
+		begin := make(chan struct{})
+		for g := range 8 {
+			wg.Go(func() {
+				<-begin
+				a, k, c := 0, 0, 0
+				for range 2000 {
+					if g%2 == 0 {
+						if keyed.Allow("k").Allowed {
+							a++
+						}
+						continue
+					}
+					r, ok := kr.ReserveN("k", 1, 5*time.Second)
+					if !ok {
+						continue
+					}
+					k++
+					if kr.CancelReservation("k", r) { // fails if another call came between
+						k--
+						c++
+					}
+				}
+				mu.Lock()
+				admitted, kept, cancelled = admitted+a, kept+k, cancelled+c
+				mu.Unlock()
+			})
+		}
+		close(begin)
+		wg.Wait()
+		s, _, ok := admitatomic.LimitsState(keyed, "k")
+		require.True(t, ok)
+		tat := time.Duration(int64(s[0].A ^ 1<<63))
+		assert.Equal(t, start+time.Duration(admitted+kept)*100*time.Millisecond, tat,
+			"%s: %d admitted, %d reservations kept, %d cancelled", admitatomic.LimitsForm(keyed), admitted, kept, cancelled)
+		t.Logf("%s: %d admitted, %d reservations kept, %d cancelled", admitatomic.LimitsForm(keyed), admitted, kept, cancelled)
 	}
 }

@@ -298,7 +298,7 @@ func (l keyedLimits[C, PC]) decide(key string, n int) (kernel.Verdict, int) {
 				return kernel.Verdict{RetryAfter: wait}, 0
 			}
 		}
-		if n == 1 {
+		if n == 1 && st.k.isPair { // a snapshot has no fast path
 			if v, which, ok := PC(c).allowOneWhich(st.k, now, pause); ok {
 				return v, which
 			}
