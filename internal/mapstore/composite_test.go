@@ -243,7 +243,13 @@ func TestCompositeDifferential(t *testing.T) {
 		}
 	})
 	assert.Positive(t, evicted, "no forced eviction evicted a key: the check proved nothing")
-	assert.Positive(t, cancelled, "no cancellation was honoured: the check proved nothing")
+	if !testing.Short() {
+		// With -short's few cases, composites of token buckets only (the
+		// ones that reserve) are sometimes not drawn at all; the full run
+		// draws enough, and TestCompositeReservations honours cancellations
+		// deterministically.
+		assert.Positive(t, cancelled, "no cancellation was honoured: the check proved nothing")
+	}
 }
 
 // TestCompositeAllowNWhich: a step table on one key of "token-bucket,2,1s +
