@@ -289,8 +289,9 @@ func TestNewLimitsOfOneRule(t *testing.T) {
 }
 
 // TestCompositeKeyLayout: a composite's state is one Redis key per limiter
-// key, prefix{key}, a hash: its tag (the Limits' text and the unit), each
-// rule's state, and a sliding log's ring slots; every admission sets a time
+// key, prefix{key}, a hash: its tag (each rule's algorithm, Limit and
+// Window in the scripts' units), each rule's state, and a sliding log's
+// ring slots; every admission sets a time
 // to live of the Decision's ResetAfter (the largest of the rules' times
 // until fresh), rounded up to the millisecond, plus 100 ms, as the single
 // rules' scripts do.
@@ -319,7 +320,7 @@ func TestCompositeKeyLayout(t *testing.T) {
 	require.NoError(t, err)
 	at := int64(fake.Now())
 	assert.Equal(t, map[string]string{
-		"tag": limits.String() + " in ns",
+		"tag": "t4/10000000000+l3/60000000000+f100/3600000000000+s50/60000000000",
 		"0":   strings.Join([]string{itoa(at + 5*int64(time.Second)), "0"}, " "), // TAT: 2 of 4 per 10s
 		"1":   "0 2",                                                             // the log's ring: head 0, two entries
 		"1:0": itoa(at),
@@ -336,12 +337,12 @@ func TestCompositeKeyLayout(t *testing.T) {
 	assert.False(t, written.Before(now.Truncate(time.Millisecond)) || written.After(after),
 		"expiry %v minus TTL %v is %v, not within the call's server times [%v, %v]", expires, ttl, written, now, after)
 
-	// With server time the tag says microseconds.
+	// With server time the windows are in microseconds.
 	us, err := redisstore.NewLimits(c, limits, redisstore.WithPrefix("layout-us:"))
 	require.NoError(t, err)
 	_, err = us.Allow(ctx, "k")
 	require.NoError(t, err)
-	assert.Equal(t, limits.String()+" in µs", c.HGet(ctx, us.Key("k"), "tag").Val())
+	assert.Equal(t, "t4/10000000+l3/60000000+f100/3600000000+s50/60000000", c.HGet(ctx, us.Key("k"), "tag").Val())
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
@@ -417,7 +418,7 @@ func TestCompositeAnotherRulesKey(t *testing.T) {
 	require.NoError(t, err)
 	for _, other := range []*redisstore.Limiter{b, micro} {
 		_, err = other.Allow(ctx, "k")
-		assert.ErrorContains(t, err, "holds state of another rule ("+limits.String()+" in ns, want ")
+		assert.ErrorContains(t, err, "holds state of another rule (t5/1000000000+l10/60000000000, want ")
 	}
 	for _, single := range []*redisstore.Limiter{tb, sl} {
 		_, err = single.Allow(ctx, "k")
@@ -726,9 +727,10 @@ func TestCompositeKeyedWhenDown(t *testing.T) {
 }
 
 // TestCompositeMemoryPerKey reports what one composite key costs Redis
-// (MEMORY USAGE, with 12-byte user keys in 36-byte Redis key names), and
-// holds a composite without a sliding log to a bound. From the repository
-// root:
+// (MEMORY USAGE, with 12-byte user keys in 28-byte Redis key names), and
+// holds composites without a sliding log to a bound, which a tag over 64
+// bytes (a hash out of Redis's compact encoding) would break. From the
+// repository root:
 //
 //	cd redisstore && go test -run '^TestCompositeMemoryPerKey$' -v .
 func TestCompositeMemoryPerKey(t *testing.T) {
@@ -738,6 +740,7 @@ func TestCompositeMemoryPerKey(t *testing.T) {
 	fake.Set(time.Hour)
 	for _, text := range []string{
 		"token-bucket,1000,1m + fixed-window,10000,1h",
+		"token-bucket,1000,1m + fixed-window,10000,1h + sliding-counter,1000,30m",
 		"token-bucket,1000,1m + sliding-log,1000,1m",
 	} {
 		limits := mustLimits(t, text)

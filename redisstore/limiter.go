@@ -185,21 +185,28 @@ func newLimiter(client redis.Scripter, limits admit.Limits, opts []Option) (*Lim
 			return nil, err
 		}
 	}
-	l.fixed = []any{int64(time.Millisecond / l.unit), int64(evict.Slack / time.Millisecond)}
+	// The tag names each rule as the scripts count it, its algorithm's
+	// letter, Limit and Window in units ("t10/1000000"), so that a state
+	// written for other rules, or counted in other units, is never misread;
+	// a composite's joins its rules' with '+'. It stays short: a hash with
+	// a value over 64 bytes leaves Redis's compact encoding, which more than
+	// doubles a composite key's memory.
+	tags := make([]string, limits.Len())
+	for i := range limits.Len() {
+		r := limits.At(i)
+		tags[i] = fmt.Sprintf("%c%d/%d", algorithmLetter(r.Algorithm), r.Limit, r.Window/l.unit)
+	}
+	l.fixed = []any{int64(time.Millisecond / l.unit), int64(evict.Slack / time.Millisecond), strings.Join(tags, "+")}
 	if !l.composite {
-		rule := limits.At(0)
-		window := int64(rule.Window / l.unit)
-		l.script = scripts[rule.Algorithm]
-		l.fixed = append(l.fixed, fmt.Sprintf("%c%d/%d", algorithmLetter(rule.Algorithm), rule.Limit, window), int64(rule.Limit), window)
+		r := limits.At(0)
+		l.script = scripts[r.Algorithm]
+		l.fixed = append(l.fixed, int64(r.Limit), int64(r.Window/l.unit))
 		return l, nil
 	}
-	// The tag of a composite is the Limits' text, and the unit, since states
-	// counted in nanoseconds and in microseconds must not be mixed.
 	l.script = compositeScript
-	l.fixed = append(l.fixed, l.name+" in "+unitName(l.unit))
 	for i := range limits.Len() {
-		rule := limits.At(i)
-		l.fixed = append(l.fixed, string(algorithmLetter(rule.Algorithm)), int64(rule.Limit), int64(rule.Window/l.unit))
+		r := limits.At(i)
+		l.fixed = append(l.fixed, string(algorithmLetter(r.Algorithm)), int64(r.Limit), int64(r.Window/l.unit))
 	}
 	return l, nil
 }
