@@ -42,6 +42,7 @@ type compKernel struct {
 	*kernel.Composite
 	n       int                  // the number of parts
 	limit   [admit.MaxLimits]int // each part's Limit
+	least   int                  // the first part of the smallest Limit
 	isPair  bool                 // the pair form, else the snapshot
 	pair    kernel.CompositePair // the pair form's packing
 	tomb    uint64               // the pair form's tombstone's first word
@@ -60,6 +61,9 @@ func newCompKernel(limits admit.Limits, shards int, pair bool) *compKernel {
 	k := &compKernel{Composite: c, n: c.Len(), tombVal: compVal{p: snapTomb}, heldVal: compVal{p: snapHeld}}
 	for i := range k.n {
 		k.limit[i] = c.PartLimit(i)
+		if k.limit[i] < k.limit[k.least] {
+			k.least = i
+		}
 	}
 	k.holds.init(shards)
 	if !pair || !cas128OK {

@@ -101,3 +101,27 @@ func TestLimitsEvictionHammer(t *testing.T) {
 		t.Logf("%s: %d evictions over %d phases", admitatomic.LimitsForm(keyed), evicted, phases)
 	}
 }
+
+// TestLimitsFullStore: a new key refused by a full store is denied with the
+// wait until an idle key can make room, and names the first rule of the
+// smallest Limit, as the map store's does; once the stored key is fresh,
+// the new key takes its room.
+func TestLimitsFullStore(t *testing.T) {
+	limits := mustLimits(t, "token-bucket,10,1s + fixed-window,5,1h + fixed-window,5,1m")
+	for _, form := range compositeForms {
+		fake := clock.NewFake()
+		keyed, err := admitatomic.NewLimitsForm(limits, form.pair, admit.WithClock(fake), admit.WithMaxKeys(1), admit.WithShards(1))
+		require.NoError(t, err)
+		store := keyed.(admit.CompositeStore)
+		require.True(t, keyed.Allow("a").Allowed)
+		d, which := store.AllowNWhich("b", 1)
+		assert.False(t, d.Allowed, "%s: the store is full", form.name)
+		assert.Positive(t, d.RetryAfter, form.name)
+		assert.Equal(t, 1, which, "%s: the first rule of the smallest Limit", form.name)
+		assert.Equal(t, 5, d.Limit, form.name)
+		fake.Advance(2 * time.Hour)
+		d, _ = store.AllowNWhich("b", 1)
+		assert.True(t, d.Allowed, "%s: a fresh key made room", form.name)
+		assert.Equal(t, 1, store.Len(), form.name)
+	}
+}

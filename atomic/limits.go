@@ -269,7 +269,8 @@ func (l keyedLimits[C, PC]) Reset(key string) { l.st.Reset(key) }
 // the call would store something, and decides on its cell, starting over
 // from the lookup when the cell is a tombstone (the eviction protocol of
 // keyed.go, unchanged). A new key refused by a full store (admit.WithMaxKeys)
-// is denied with the wait until there is room, and names the first part.
+// is denied with the wait until there is room, and names the first part of
+// the smallest Limit, as the map store does.
 func (l keyedLimits[C, PC]) decide(key string, n int) (kernel.Verdict, int) {
 	st := l.st
 	var now time.Duration
@@ -295,7 +296,7 @@ func (l keyedLimits[C, PC]) decide(key string, n int) (kernel.Verdict, int) {
 			}
 			var wait time.Duration
 			if c, wait, ok = st.obtain(key, now); !ok {
-				return kernel.Verdict{RetryAfter: wait}, 0
+				return kernel.Verdict{RetryAfter: wait}, st.k.least
 			}
 		}
 		if n == 1 && st.k.isPair { // a snapshot has no fast path
