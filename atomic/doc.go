@@ -59,6 +59,26 @@
 // word's horizon, and readings the specialisation does not take (outside
 // its range, or, for a window, stale).
 //
+// # Composites
+//
+// [NewLimits] and [NewLimitsLimiter] enforce an [admit.Limits], several
+// rules on one key, all or nothing: every rule's state of a key is in one
+// cell, decided together by the composite kernel and published by one
+// compare-and-swap. Two forms, chosen at construction:
+//
+//   - Pair: two rules whose states each pack in one word (every token
+//     bucket and fixed window, the sliding counters that pack), the two
+//     words side by side and swapped together by a 16-byte CAS
+//     (CMPXCHG16B), with no allocation on any path. amd64 only; a token
+//     bucket past its word's horizon is kept under a mutex, as above.
+//   - Snapshot: any other composite, and every composite on other
+//     architectures: the states in an immutable array behind a pointer,
+//     one allocation of 32 bytes per rule per admission, none per denial.
+//
+// The sliding log is refused in a composite as it is alone. A composite of
+// token buckets hands out reservations, which reserve in every rule and are
+// cancelled in every rule or none.
+//
 // # Consistency
 //
 // Every decision is linearizable: it takes effect at the instant of its
