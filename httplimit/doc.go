@@ -66,7 +66,8 @@
 //
 // Over a store of [admit.Limits] of two or more rules (an
 // [admit.CompositeStore], from the NewLimits of packages atomic, locked and
-// sharded), or a Service entry of such limits, each rule is a policy of its
+// sharded, or redisstore's Keyed of NewLimits: any KeyedLimiter with Limits
+// and AllowNWhich), or a Service entry of such limits, each rule is a policy of its
 // own, named after the quota, a colon and the rule's text, and RateLimit
 // reports the one rule that bound the decision (on an admission the rule
 // with the fewest requests left, on a denial the rule with the longest

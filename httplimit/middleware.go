@@ -21,9 +21,9 @@ import (
 type Middleware struct {
 	cfg config
 
-	lim   admit.KeyedLimiter   // New
-	comp  admit.CompositeStore // New over a composite: lim, asked which rule bound
-	quota *quota               // New: the one quota
+	lim   admit.KeyedLimiter // New
+	comp  composite          // New over a composite: lim, asked which rule bound
+	quota *quota             // New: the one quota
 
 	svc   *policy.Service // ForService
 	books atomic.Pointer[bookQuotas]
@@ -42,6 +42,14 @@ type bookQuotas struct {
 	users map[string]*quota
 }
 
+// composite is what New asks of a limiter of composite limits: the methods
+// of admit.CompositeStore it uses, which a remote store without Len and
+// Sweep (redisstore's Keyed) has too.
+type composite interface {
+	Limits() admit.Limits
+	AllowNWhich(key string, n int) (admit.Decision, int)
+}
+
 // New returns a Middleware that limits requests with lim, one budget per key
 // (the client IP unless an option says otherwise). The quota is named
 // "default" ([WithPolicyName] or [WithPolicy] name it otherwise); its rule,
@@ -50,8 +58,10 @@ type bookQuotas struct {
 // [admit.Store]). [WithPolicy] gives the rule, for a limiter without one or
 // to override it.
 //
-// Over an [admit.CompositeStore] (the stores NewLimits returns for two or
-// more rules) each rule is a policy of its own, named after the quota and
+// Over a limiter of composite limits (an [admit.CompositeStore], which the
+// NewLimits of atomic, locked and sharded return for two or more rules, or
+// any KeyedLimiter with its Limits and AllowNWhich methods, such as
+// redisstore's Keyed) each rule is a policy of its own, named after the quota and
 // the rule's text ("default:token-bucket,10,1s"): RateLimit-Policy lists
 // them all, and RateLimit, Retry-After and the problem body report the rule
 // that bound each decision, as AllowNWhich says (see the package doc,
@@ -76,7 +86,7 @@ func New(lim admit.KeyedLimiter, opts ...Option) (*Middleware, error) {
 	if name == "" {
 		name = "default"
 	}
-	if cs, ok := lim.(admit.CompositeStore); ok && cs.Limits().Len() > 1 {
+	if cs, ok := lim.(composite); ok && cs.Limits().Len() > 1 {
 		limits := cs.Limits()
 		if rule != nil {
 			return nil, invalid("WithPolicy(%s, %v) gives one rule, but the limiter enforces the composite %q, whose rules it reports itself; leave WithPolicy out, or name the quota with WithPolicyName(%s)",
@@ -90,7 +100,7 @@ func New(lim admit.KeyedLimiter, opts ...Option) (*Middleware, error) {
 		if r, ok := lim.(interface{ Rule() admit.Rule }); ok {
 			rr := r.Rule()
 			rule = &rr
-		} else if cs, ok := lim.(admit.CompositeStore); ok && cs.Limits().Len() == 1 {
+		} else if cs, ok := lim.(composite); ok && cs.Limits().Len() == 1 {
 			rr := cs.Limits().At(0)
 			rule = &rr
 		}
