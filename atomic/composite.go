@@ -18,9 +18,9 @@ import (
 // A cell takes one of two forms, chosen at construction for every key:
 //
 //   - The snapshot (snapCell): the parts' states in an immutable array
-//     behind an atomic.Pointer, replaced by a CAS on the pointer. Every
-//     composite atomic accepts fits it, at one allocation of 32 bytes per
-//     part per admission (none for a denial or a probe).
+//     behind an atomic.Pointer, replaced by a CAS on the pointer. It takes
+//     every composite package atomic accepts, at one allocation of 32
+//     bytes per part per admission (none for a denial or a probe).
 //   - The pair (pairCell, composite_pair.go): exactly two parts whose
 //     states each pack in one word (kernel.CompositePair), the two words
 //     side by side, updated together by one 16-byte CAS, with no
