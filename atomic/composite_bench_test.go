@@ -9,12 +9,18 @@ import (
 )
 
 // BenchmarkComposite compares, serially on one key, admitted Allows of
-// "token-bucket,10,1s + fixed-window,1000,1h" in each form with the token
-// bucket alone (atomic.NewLimiter), single-key and keyed, on a step clock
-// that moves 3.6s per reading: a token of the bucket and a slot of the
-// window each call, so that every call is admitted by both rules.
+// "token-bucket,10,1s + fixed-window,1000,1h" in each form (limits=pair,
+// limits=snapshot) with each of its rules alone (limits=bucket,
+// limits=window: atomic.NewLimiter and atomic.New), single-key and keyed,
+// on a step clock that moves 3.6s per reading: a token of the bucket and a
+// slot of the window each call, so that every call is admitted by both
+// rules.
 func BenchmarkComposite(b *testing.B) {
-	rule, err := admit.ParseRule("token-bucket,10,1s")
+	bucket, err := admit.ParseRule("token-bucket,10,1s")
+	if err != nil {
+		b.Fatal(err)
+	}
+	window, err := admit.ParseRule("fixed-window,1000,1h")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -29,9 +35,12 @@ func BenchmarkComposite(b *testing.B) {
 		keyed  func(*stepClock) (admit.KeyedLimiter, error)
 	}
 	variants := []variant{
-		{"rule",
-			func(c *stepClock) (admit.Limiter, error) { return admitatomic.NewLimiter(rule, admit.WithClock(c)) },
-			func(c *stepClock) (admit.KeyedLimiter, error) { return admitatomic.New(rule, admit.WithClock(c)) }},
+		{"bucket",
+			func(c *stepClock) (admit.Limiter, error) { return admitatomic.NewLimiter(bucket, admit.WithClock(c)) },
+			func(c *stepClock) (admit.KeyedLimiter, error) { return admitatomic.New(bucket, admit.WithClock(c)) }},
+		{"window",
+			func(c *stepClock) (admit.Limiter, error) { return admitatomic.NewLimiter(window, admit.WithClock(c)) },
+			func(c *stepClock) (admit.KeyedLimiter, error) { return admitatomic.New(window, admit.WithClock(c)) }},
 		{"pair",
 			func(c *stepClock) (admit.Limiter, error) {
 				return admitatomic.NewLimitsLimiter(limits, admit.WithClock(c))
