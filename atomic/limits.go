@@ -22,9 +22,11 @@ import (
 // in one word (any token bucket, any fixed window, a sliding counter that
 // packs), two words updated together by a 16-byte CAS, with no allocation
 // on any path; otherwise an immutable snapshot of all the states behind a
-// pointer, at one allocation per admission. It supports the
-// token bucket, the fixed window and the sliding counter; for limits with a
-// sliding log it returns an error wrapping [admit.ErrUnsupported].
+// pointer, at one allocation per admission. It supports the token bucket,
+// the fixed window and the sliding counter; for limits with a sliding log
+// it returns an error wrapping [admit.ErrUnsupported]. For many keys,
+// sharded.NewLimits is the usual choice; NewLimits suits a few keys that
+// are each very hot.
 //
 // For limits of one rule it returns what [New] returns for that rule. For
 // two or more, the limiter is an [admit.CompositeStore] and an
