@@ -401,8 +401,14 @@ func (c *scSnapCell) decideKeyed(k *kernel.SlidingCounter, now time.Duration, n 
 }
 
 // allowOne declines: the snapshot allocates per admission, and its
-// general path (decideKeyed) is the one it has.
-func (c *scSnapCell) allowOne(*kernel.SlidingCounter, time.Duration, func()) (kernel.Verdict, bool) {
+// general path (decideKeyed) is the one it has. It still loads the value
+// and calls pause, as kcell.allowOne says, since the caller then drops
+// pause.
+func (c *scSnapCell) allowOne(_ *kernel.SlidingCounter, _ time.Duration, pause func()) (kernel.Verdict, bool) {
+	if pause != nil {
+		c.p.Load()
+		pause()
+	}
 	return kernel.Verdict{}, false
 }
 
