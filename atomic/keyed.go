@@ -19,6 +19,7 @@ import (
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/layout"
+	"github.com/admit-go/admit/internal/migrate"
 	"github.com/admit-go/admit/internal/plumb"
 )
 
@@ -41,6 +42,8 @@ import (
 //     check is on the value. Admissions only move a state word forward, but
 //     a cancelled reservation of a token bucket moves it back: see
 //     keyed_reserve.go.) A tombstone is final: no CAS ever replaces it.
+//     (A Take, migrate.go, also swaps a cell's value for the tombstone, from
+//     whatever state it holds, and removes the cell from the map itself.)
 //  3. It unlinks the cell with xsync's Compute, deleting the key only if the
 //     map still maps it to this very cell.
 //
@@ -64,7 +67,9 @@ import (
 // of cells, each guarded by a mutex taken only by insertions and sweeps,
 // never by calls on stored keys. A sweep pops cells from a ring's head,
 // evicts the fresh ones and appends the others back (a second chance, as
-// the CLOCK algorithm does), so every cell is examined once per pass.
+// the CLOCK algorithm does), so every cell is examined once per pass. A
+// sweep that meets a tombstone in a ring (a cell a Take froze and removed
+// from the map, migrate.go) drops it from the ring.
 
 // paddedInt64 is an atomic word on a 128-byte stretch of its own, so that
 // writing it does not slow down the reads of its neighbours.
@@ -109,6 +114,19 @@ type kcell[K any] interface {
 	// snapshot), dropping a held cell's record; it leaves a tombstone as it
 	// is. See keyed.Reset.
 	reset(k K)
+	// take freezes the cell for a Take (migrate.go): it swaps the cell's
+	// value for the tombstone and writes the state it held to into, as parts
+	// of the store's limits (a held cell's from its record, which it drops,
+	// hold and all). It reports false, writing nothing, if the cell is a
+	// tombstone already.
+	take(k K, into []kernel.PartState) bool
+	// set gives a new cell, which no call can reach yet, the state from
+	// (parts of the store's limits) for a Put (migrate.go): the state's
+	// value, or, for a state its value cannot hold, the held value with the
+	// state in a record, as an admission spills it.
+	set(k K, from []kernel.PartState)
+	// buried reports whether the cell is a tombstone.
+	buried(k K) bool
 	// key returns the cell's key, the map's own copy.
 	key() string
 	setKey(string)
@@ -124,7 +142,7 @@ type ringFields struct {
 
 // ring is a FIFO of cells awaiting examination by the sweeper, oldest first.
 // Every cell in the map is in exactly one ring, from just after its creation
-// until a sweep evicts it.
+// until a sweep evicts it (or, for a cell a Take froze, drops it).
 type ring[C any] struct {
 	mu    sync.Mutex
 	cells []*C // guarded by mu: the queue is cells[head:]
@@ -171,6 +189,7 @@ type keyed[C any, PC interface {
 	m       *xsync.MapOf[string, *C]
 	k       K
 	rule    admit.Rule
+	limits  admit.Limits // Limits: the rule's, or a composite's
 	limit   int
 	clock   clockref.Ref
 	seed    maphash.Seed
@@ -188,6 +207,10 @@ type keyed[C any, PC interface {
 	// pause, when set (by tests only), is called once, by the first call to
 	// reach it, after it has loaded its key's cell and the cell's value.
 	pause satomic.Pointer[func()]
+
+	// hooks are a policy.Service's say over the keys the store does not
+	// hold (nil: none), read only on a missing key's path (migrate.go).
+	hooks satomic.Pointer[migrate.Hooks]
 }
 
 // makeKeyed returns the keyed store for cells C.
@@ -196,10 +219,12 @@ func makeKeyed[C any, PC interface {
 	kcell[K]
 }, K any](k K, rule admit.Rule, set plumb.Settings) *keyed[C, PC, K] {
 	n := set.ShardCount()
+	limits, _ := admit.NewLimits(rule) // the caller validated rule
 	l := &keyed[C, PC, K]{
 		m:       xsync.NewMapOf[string, *C](),
 		k:       k,
 		rule:    rule,
+		limits:  limits,
 		limit:   rule.Limit,
 		clock:   clockref.New(set.Clock),
 		seed:    maphash.MakeSeed(),
@@ -246,6 +271,9 @@ var (
 // Allow implements [admit.KeyedLimiter]: AllowN(key, 1).
 func (l keyedFixedWindow) Allow(key string) (d admit.Decision) {
 	v := l.decide(key, 1)
+	if v.Remaining < 0 {
+		return l.redirect(key, 1)
+	}
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.limit, v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
@@ -253,6 +281,9 @@ func (l keyedFixedWindow) Allow(key string) (d admit.Decision) {
 // Allow implements [admit.KeyedLimiter]: AllowN(key, 1).
 func (l keyedSlidingCounter) Allow(key string) (d admit.Decision) {
 	v := l.decide(key, 1)
+	if v.Remaining < 0 {
+		return l.redirect(key, 1)
+	}
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.limit, v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
@@ -260,6 +291,9 @@ func (l keyedSlidingCounter) Allow(key string) (d admit.Decision) {
 // Allow implements [admit.KeyedLimiter]: AllowN(key, 1).
 func (l keyedSlidingCounterSnapshot) Allow(key string) (d admit.Decision) {
 	v := l.decide(key, 1)
+	if v.Remaining < 0 {
+		return l.redirect(key, 1)
+	}
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.limit, v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
@@ -268,16 +302,23 @@ func (l keyedSlidingCounterSnapshot) Allow(key string) (d admit.Decision) {
 func (l *keyed[C, PC, K]) Rule() admit.Rule { return l.rule }
 
 // AllowN implements [admit.KeyedLimiter]. It fills its named result from
-// decide's Verdict (see kernel.Verdict), as each store's Allow does.
+// decide's Verdict (see kernel.Verdict), as each store's Allow does, unless
+// the Verdict is redirected: the hooks' Keep refused the missing key, and
+// Redirect decides the call (migrate.go).
 func (l *keyed[C, PC, K]) AllowN(key string, n int) (d admit.Decision) {
 	v := l.decide(key, n)
+	if v.Remaining < 0 {
+		return l.redirect(key, n)
+	}
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.limit, v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
 
 // decide is AllowN's loop: it looks key up, creating it if it is missing
 // and the call would store something, and decides on its cell, starting
-// over from the lookup when the cell is a tombstone.
+// over from the lookup when the cell is a tombstone. A missing key is where
+// the hooks have their say (migrate.go): decide returns redirected for a
+// key their Keep refused, deciding nothing.
 //
 // A request for one, the call most stores see most often, first takes the
 // cell's fast path (kcell.allowOne): the kernel's AllowOne on the packed
@@ -338,51 +379,132 @@ func (l *keyed[C, PC, K]) takePause() func() {
 // floor, then returns the key's cell, creating it (a goroutine racing on the
 // same key gets the same cell), or, with ok false, the call's Verdict when
 // it needs no cell: a probe or a request that can never pass (which leave no
-// state behind), or a new key in a full store.
+// state behind), a new key in a full store, or redirected, for a key the
+// hooks' Keep refused.
 func (l *keyed[C, PC, K]) create(key string, now *time.Duration, n int) (c *C, v kernel.Verdict, ok bool) {
 	*now = max(*now, time.Duration(l.floor.n.Load())) // the key may have been evicted as fresh at floor
-	if n <= 0 || n > l.limit {
-		v, _ = PC(&l.zero).decideKeyed(l.k, *now, n, nil) // publishes nothing for these n
-		return nil, v, false
-	}
-	c, wait, ok := l.obtain(key, *now)
-	if !ok {
+	c, wait, m := l.missing(key, *now, n > 0 && n <= l.limit)
+	switch m {
+	case missCell:
+		return c, v, true
+	case missFull:
 		return nil, kernel.Verdict{RetryAfter: wait}, false
+	case missMoved:
+		return nil, redirected, false
 	}
-	return c, v, true
+	v, _ = PC(&l.zero).decideKeyed(l.k, *now, n, nil) // publishes nothing for these n
+	return nil, v, false
 }
 
-// obtain returns key's cell for a call that found key missing and decided,
-// at now (already clamped to the floor), that it would store something: it
-// creates the cell (a goroutine racing on the same key gets the same cell)
-// or, in a full store with no room to make, returns with ok false the
-// RetryAfter of the denial.
-func (l *keyed[C, PC, K]) obtain(key string, now time.Duration) (c *C, wait time.Duration, ok bool) {
+// missed is what the path of a missing key found.
+type missed uint8
+
+const (
+	missCell  missed = iota // the key's cell: created, put by Adopt, or stored meanwhile by another call
+	missFresh               // no cell, none to create (the call stores nothing): decide on a fresh state
+	missFull                // a full store with no room to make: deny, with the wait
+	missMoved               // the hooks' Keep refused the key: Redirect decides the call
+)
+
+// missing is the path of a call that found key missing and read now
+// (already clamped to the floor); store says whether its decision would
+// store something (an admission, or a reservation that takes tokens). With
+// hooks, it calls Adopt first, before any lock, and decides on the cell
+// Adopt put here; then (hooks or not) obtain creates the cell, Keep
+// permitting, if store, and otherwise only asks Keep.
+func (l *keyed[C, PC, K]) missing(key string, now time.Duration, store bool) (c *C, wait time.Duration, m missed) {
+	hk := l.hooks.Load()
+	if hk == nil {
+		if !store {
+			return nil, 0, missFresh
+		}
+		return l.obtain(key, now, true, nil)
+	}
+	if hk.Adopt != nil {
+		hk.Adopt(key)
+		if c, ok := l.m.Load(key); ok {
+			return c, 0, missCell
+		}
+	}
+	var keep func(string) bool
+	if hk.Redirect != nil { // a Keep without a Redirect has nowhere to send the call
+		keep = hk.Keep
+	}
+	if !store && keep == nil {
+		return nil, 0, missFresh
+	}
+	return l.obtain(key, now, store, keep)
+}
+
+// obtain returns key's cell for a call that found key missing and read now
+// (already clamped to the floor): if store, it creates the cell (a
+// goroutine racing on the same key gets the same cell) or, in a full store
+// with no room to make, returns missFull and the RetryAfter of the denial;
+// otherwise it creates nothing, and returns a cell only if another call has
+// stored one meanwhile. With keep (the hooks' Keep; nil for none), it asks
+// keep(key) right before it would insert the key, and returns missMoved,
+// creating nothing, if keep refuses it.
+//
+// The insertion, and keep with it, runs in the map's LoadOrTryCompute,
+// under the lock of the key's bucket, which Take (migrate.go) holds too
+// while it freezes and removes the key's cell: a Take and an insertion of
+// one key are therefore ordered. An insertion that keep let in before a
+// Take is in the map when the Take looks, and is taken; one after it asks
+// keep after the Take, which a Reload makes only once its new snapshot is
+// published, so keep refuses it. Were keep asked before the lock, a call
+// could be let in by the old snapshot, lose the processor while a Reload
+// published the new one and took (or adopted) the key, and then insert it
+// with an admission that no Take would ever carry. The map's Range, which
+// Keys lists with, copies each bucket under the same lock, so an insertion
+// that keep let in before the snapshot changed is also in every Keys that
+// starts after.
+func (l *keyed[C, PC, K]) obtain(key string, now time.Duration, store bool, keep func(string) bool) (c *C, wait time.Duration, m missed) {
 	h := maphash.String(l.seed, key)
 	r := &l.rings[h>>l.shift]
-	if l.maxKeys > 0 && !l.reserve() {
-		if wait, ok := l.makeRoom(r, now); !ok {
+	room, counted := store, false
+	if store && l.maxKeys > 0 {
+		if room = l.reserve(); !room {
+			wait, room = l.makeRoom(r, now)
+		}
+		counted = room
+		if !room && keep == nil {
 			if c, ok := l.m.Load(key); ok {
-				return c, 0, true // created meanwhile by another call: no room needed
+				return c, 0, missCell // created meanwhile by another call: no room needed
 			}
-			return nil, wait, false
+			return nil, wait, missFull
 		}
 	}
-	name := strings.Clone(key) // the map's own copy: the caller may reuse key's memory
+	name := key
+	if room {
+		name = strings.Clone(key) // the map's own copy: the caller may reuse key's memory
+	}
 	var created *C
-	c, loaded := l.m.LoadOrCompute(name, func() *C {
-		created = new(C)
-		PC(created).setKey(name)
-		return created
-	})
-	if loaded {
-		if l.maxKeys > 0 {
-			l.keys.Release(1) // another call created it; give back our room
+	m = missFresh
+	c, loaded := l.m.LoadOrTryCompute(name, func() (*C, bool) {
+		switch {
+		case keep != nil && !keep(key):
+			m = missMoved
+		case !store:
+		case !room:
+			m = missFull
+		default:
+			created = new(C)
+			PC(created).setKey(name)
+			return created, false
 		}
-		return c, 0, true
+		return nil, true // store nothing
+	})
+	if counted && created == nil {
+		l.keys.Release(1) // another call created it, or none was: give back our room
+	}
+	switch {
+	case loaded:
+		return c, 0, missCell
+	case created == nil:
+		return nil, wait, m
 	}
 	l.track(r, created, now)
-	return c, 0, true
+	return c, 0, missCell
 }
 
 // reserve counts one more key if the store has room for it.
@@ -420,7 +542,7 @@ func (l *keyed[C, PC, K]) track(r *ring[C], c *C, now time.Duration) {
 			if PC(c).evict(l.k, at, &l.floor) {
 				dead[ndead] = c
 				ndead++
-			} else {
+			} else if !PC(c).buried(l.k) { // a tombstone here was taken: dropped
 				r.push(c) // a second chance: back of the queue
 			}
 		}
@@ -444,18 +566,24 @@ func (l *keyed[C, PC, K]) makeRoom(own *ring[C], now time.Duration) (time.Durati
 // at reading at and puts the others back at the tail; for those, if soonest
 // is not nil, it lowers *soonest to the time from now until they become
 // fresh. It unlinks the evicted cells after releasing r's lock, and returns
-// how many cells it examined and evicted.
+// how many cells it examined and evicted. A tombstone it pops (a cell a
+// Take froze) is no key of the store's: it drops it, and counts it as
+// neither.
 func (l *keyed[C, PC, K]) scan(r *ring[C], now, at time.Duration, limit int, soonest *time.Duration) (examined, evicted int) {
 	var dead [evict.FullScan]*C
 	r.mu.Lock()
 	for range min(limit, evict.FullScan, r.len()) {
 		c := r.pop()
-		examined++
 		if PC(c).evict(l.k, at, &l.floor) {
+			examined++
 			dead[evicted] = c
 			evicted++
 			continue
 		}
+		if PC(c).buried(l.k) {
+			continue
+		}
+		examined++
 		// A probe (n == 0) publishes nothing and reports how long the state
 		// takes to become fresh if nothing else arrives.
 		if soonest != nil {
@@ -479,11 +607,11 @@ func (l *keyed[C, PC, K]) scan(r *ring[C], now, at time.Duration, limit int, soo
 // Linearization point: the cell's successful CompareAndSwap to the fresh
 // value (for a held cell, the critical section of its stripe's mutex), or
 // the Load that found the value fresh already. A cell found a tombstone was
-// evicted as fresh, and its key was absent from the map (so fresh) at a
-// moment within the call: when the map returned the cell, if it was a
-// tombstone then, or else when the eviction's CAS buried it; the call
-// linearizes there, and a call that has created the key again since is
-// ordered after it.
+// evicted as fresh (or taken, migrate.go: its state went elsewhere), and its
+// key was absent from the map (so fresh here) at a moment within the call:
+// when the map returned the cell, if it was a tombstone then, or else when
+// the eviction's (or the Take's) CAS buried it; the call linearizes there,
+// and a call that has created the key again since is ordered after it.
 func (l *keyed[C, PC, K]) Reset(key string) {
 	if c, ok := l.m.Load(key); ok {
 		PC(c).reset(l.k)
@@ -514,7 +642,7 @@ func (l *keyed[C, PC, K]) sweepAt(at time.Duration) int {
 		for _, c := range r.cells[r.head:] {
 			if PC(c).evict(l.k, at, &l.floor) {
 				dead = append(dead, c)
-			} else {
+			} else if !PC(c).buried(l.k) { // a tombstone here was taken: dropped
 				kept = append(kept, c)
 			}
 		}

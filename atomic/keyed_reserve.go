@@ -52,11 +52,17 @@ var (
 // Allow implements [admit.KeyedLimiter]: AllowN(key, 1).
 func (l keyedTokenBucket) Allow(key string) (d admit.Decision) {
 	v := l.decide(key, 1)
+	if v.Remaining < 0 {
+		return l.redirect(key, 1)
+	}
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.limit, v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
 
-// ReserveN implements [admit.KeyedReserver]. Its loop is AllowN's (decide).
+// ReserveN implements [admit.KeyedReserver]. Its loop is AllowN's (decide),
+// and a missing key takes its path (keyed.missing): the hooks have their
+// say there, and a reservation their Keep refuses is Redirect's decision
+// (reserveElsewhere).
 func (l keyedTokenBucket) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
 	now := l.clock.Now()
 	pause := l.takePause()
@@ -69,12 +75,19 @@ func (l keyedTokenBucket) ReserveN(key string, n int, maxWait time.Duration) (ad
 			// nothing (n == 0, n out of range, or too long a wait) needs no
 			// cell and leaves nothing behind.
 			var s kernel.TokenBucketState
-			if d, ok := l.k.Reserve(&s, now, n, maxWait); !ok || n == 0 {
-				return reservation.New(d, n, 0), ok
-			}
+			d, ok := l.k.Reserve(&s, now, n, maxWait)
 			var wait time.Duration
-			if c, wait, ok = l.obtain(key, now); !ok {
-				return reservation.New(wait, n, 0), false // a full store
+			var m missed
+			switch c, wait, m = l.missing(key, now, ok && n != 0); m {
+			case missFresh:
+				return reservation.New(d, n, 0), ok
+			case missFull:
+				return reservation.New(wait, n, 0), false
+			case missMoved:
+				if r, ok, moved := l.reserveElsewhere(key, n); moved {
+					return r, ok
+				}
+				continue // the hooks went meanwhile: a key like any other
 			}
 		}
 		if d, ok, t, live := reserveHeld(l.k, c, unsafe.Pointer(c), now, n, maxWait, pause); live {

@@ -227,7 +227,7 @@ func newKeyedLimits[C any, PC interface {
 	compKCell
 }](k *compKernel, limits admit.Limits, set plumb.Settings) admit.KeyedLimiter {
 	st := makeKeyed[C, PC](k, limits.At(0), set)
-	st.limit = limits.Limit()
+	st.limits, st.limit = limits, limits.Limit()
 	st.horizon = k.horizon()
 	l := keyedLimits[C, PC]{st: st}
 	if k.Reservable() {
@@ -242,18 +242,31 @@ func (l keyedLimits[C, PC]) Limits() admit.Limits { return l.st.k.Limits() }
 // Allow implements [admit.KeyedLimiter]: AllowN(key, 1).
 func (l keyedLimits[C, PC]) Allow(key string) admit.Decision {
 	v, which := l.decide(key, 1)
+	if v.Remaining < 0 {
+		d, _ := l.redirect(key, 1)
+		return d
+	}
 	return l.st.k.decision(v, which)
 }
 
 // AllowN implements [admit.KeyedLimiter].
 func (l keyedLimits[C, PC]) AllowN(key string, n int) admit.Decision {
 	v, which := l.decide(key, n)
+	if v.Remaining < 0 {
+		d, _ := l.redirect(key, n)
+		return d
+	}
 	return l.st.k.decision(v, which)
 }
 
-// AllowNWhich implements [admit.CompositeStore].
+// AllowNWhich implements [admit.CompositeStore]. A call on a missing key
+// that the hooks' Keep refused (decide's Verdict is redirected) returns
+// Redirect's decision and index (migrate.go).
 func (l keyedLimits[C, PC]) AllowNWhich(key string, n int) (admit.Decision, int) {
 	v, which := l.decide(key, n)
+	if v.Remaining < 0 {
+		return l.redirect(key, n)
+	}
 	return l.st.k.decision(v, which), which
 }
 
@@ -272,7 +285,9 @@ func (l keyedLimits[C, PC]) Reset(key string) { l.st.Reset(key) }
 // from the lookup when the cell is a tombstone (the eviction protocol of
 // keyed.go, unchanged). A new key refused by a full store (admit.WithMaxKeys)
 // is denied with the wait until there is room, and names the first part of
-// the smallest Limit, as the map store does.
+// the smallest Limit, as the map store does. A missing key is where the
+// hooks have their say (keyed.missing): decide returns redirected for a key
+// their Keep refused, deciding nothing.
 func (l keyedLimits[C, PC]) decide(key string, n int) (kernel.Verdict, int) {
 	st := l.st
 	var now time.Duration
@@ -292,13 +307,16 @@ func (l keyedLimits[C, PC]) decide(key string, n int) (kernel.Verdict, int) {
 		hook.Between(hook.AfterLookup)
 		if !ok {
 			now = max(now, time.Duration(st.floor.n.Load())) // the key may have been evicted as fresh at floor
-			if n <= 0 || n > st.limit {
+			var wait time.Duration
+			var m missed
+			switch c, wait, m = st.missing(key, now, n > 0 && n <= st.limit); m {
+			case missFresh:
 				v, which, _ := PC(&st.zero).decideWhich(st.k, now, n, nil) // publishes nothing for these n
 				return v, which
-			}
-			var wait time.Duration
-			if c, wait, ok = st.obtain(key, now); !ok {
+			case missFull:
 				return kernel.Verdict{RetryAfter: wait}, st.k.least
+			case missMoved:
+				return redirected, 0
 			}
 		}
 		if n == 1 && st.k.isPair { // a snapshot has no fast path
@@ -318,7 +336,7 @@ func (l keyedLimits[C, PC]) decide(key string, n int) (kernel.Verdict, int) {
 
 // ReserveN implements [admit.KeyedReserver]: it reserves n in every rule.
 // Its loop is decide's, and a missing key is handled as
-// keyedTokenBucket.ReserveN handles it.
+// keyedTokenBucket.ReserveN handles it, hooks included.
 func (l keyedLimitsReserver[C, PC]) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
 	st := l.st
 	now := st.clock.Now()
@@ -332,12 +350,19 @@ func (l keyedLimitsReserver[C, PC]) ReserveN(key string, n int, maxWait time.Dur
 			// nothing (n == 0, n out of range, or too long a wait) needs no
 			// cell and leaves nothing behind.
 			var s [admit.MaxLimits]kernel.PartState
-			if d, ok := st.k.Reserve(s[:st.k.n], now, n, maxWait); !ok || n == 0 {
-				return reservation.New(d, n, 0), ok
-			}
+			d, ok := st.k.Reserve(s[:st.k.n], now, n, maxWait)
 			var wait time.Duration
-			if c, wait, ok = st.obtain(key, now); !ok {
-				return reservation.New(wait, n, 0), false // a full store
+			var m missed
+			switch c, wait, m = st.missing(key, now, ok && n != 0); m {
+			case missFresh:
+				return reservation.New(d, n, 0), ok
+			case missFull:
+				return reservation.New(wait, n, 0), false
+			case missMoved:
+				if r, ok, moved := st.reserveElsewhere(key, n); moved {
+					return r, ok
+				}
+				continue // the hooks went meanwhile: a key like any other
 			}
 		}
 		if d, ok, t, live := PC(c).reserve(st.k, now, n, maxWait, pause); live {
