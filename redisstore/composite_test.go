@@ -290,7 +290,8 @@ func TestNewLimitsOfOneRule(t *testing.T) {
 
 // TestCompositeKeyLayout: a composite's state is one Redis key per limiter
 // key, prefix{key}, a hash: its tag (each rule's algorithm, Limit and
-// Window in the scripts' units), each rule's state, and a sliding log's
+// Window in the scripts' units, after "ns:" in nanoseconds), each rule's
+// state, and a sliding log's
 // ring slots; every admission sets a time
 // to live of the Decision's ResetAfter (the largest of the rules' times
 // until fresh), rounded up to the millisecond, plus 100 ms, as the single
@@ -320,7 +321,7 @@ func TestCompositeKeyLayout(t *testing.T) {
 	require.NoError(t, err)
 	at := int64(fake.Now())
 	assert.Equal(t, map[string]string{
-		"tag": "t4/10000000000+l3/60000000000+f100/3600000000000+s50/60000000000",
+		"tag": "ns:t4/10000000000+l3/60000000000+f100/3600000000000+s50/60000000000",
 		"0":   strings.Join([]string{itoa(at + 5*int64(time.Second)), "0"}, " "), // TAT: 2 of 4 per 10s
 		"1":   "0 2",                                                             // the log's ring: head 0, two entries
 		"1:0": itoa(at),
@@ -337,7 +338,8 @@ func TestCompositeKeyLayout(t *testing.T) {
 	assert.False(t, written.Before(now.Truncate(time.Millisecond)) || written.After(after),
 		"expiry %v minus TTL %v is %v, not within the call's server times [%v, %v]", expires, ttl, written, now, after)
 
-	// With server time the windows are in microseconds.
+	// With server time the windows are in microseconds, and the tag has no
+	// "ns:".
 	us, err := redisstore.NewLimits(c, limits, redisstore.WithPrefix("layout-us:"))
 	require.NoError(t, err)
 	_, err = us.Allow(ctx, "k")
@@ -418,7 +420,7 @@ func TestCompositeAnotherRulesKey(t *testing.T) {
 	require.NoError(t, err)
 	for _, other := range []*redisstore.Limiter{b, micro} {
 		_, err = other.Allow(ctx, "k")
-		assert.ErrorContains(t, err, "holds state of another rule (t5/1000000000+l10/60000000000, want ")
+		assert.ErrorContains(t, err, "holds state of another rule (ns:t5/1000000000+l10/60000000000, want ")
 	}
 	for _, single := range []*redisstore.Limiter{tb, sl} {
 		_, err = single.Allow(ctx, "k")

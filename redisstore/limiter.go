@@ -188,15 +188,23 @@ func newLimiter(client redis.Scripter, limits admit.Limits, opts []Option) (*Lim
 	// The tag names each rule as the scripts count it, its algorithm's
 	// letter, Limit and Window in units ("t10/1000000"), so that a state
 	// written for other rules, or counted in other units, is never misread;
-	// a composite's joins its rules' with '+'. It stays short: a hash with
-	// a value over 64 bytes leaves Redis's compact encoding, which more than
-	// doubles a composite key's memory.
+	// a composite's joins its rules' with '+'. A tag in nanoseconds
+	// (WithClock) starts with "ns:", one in microseconds (server time) with
+	// the rules, as every tag did before the units were marked: the same
+	// numbers in the two units are different rules, and their readings
+	// different clocks. It stays short: a hash with a value over 64 bytes
+	// leaves Redis's compact encoding, which more than doubles a composite
+	// key's memory.
 	tags := make([]string, limits.Len())
 	for i := range limits.Len() {
 		r := limits.At(i)
 		tags[i] = fmt.Sprintf("%c%d/%d", algorithmLetter(r.Algorithm), r.Limit, r.Window/l.unit)
 	}
-	l.fixed = []any{int64(time.Millisecond / l.unit), int64(evict.Slack / time.Millisecond), strings.Join(tags, "+")}
+	tag := strings.Join(tags, "+")
+	if l.unit == time.Nanosecond {
+		tag = "ns:" + tag
+	}
+	l.fixed = []any{int64(time.Millisecond / l.unit), int64(evict.Slack / time.Millisecond), tag}
 	if !l.composite {
 		r := limits.At(0)
 		l.script = scripts[r.Algorithm]
