@@ -16,6 +16,11 @@
 // one slot of a Redis Cluster. [Limiter.AllowNWhich] names the rule that
 // bound a decision.
 //
+// A key written under other rules (a rule changed, an old process and a
+// new one sharing the keys while it is deployed) is an error, unless
+// [WithCarry] makes the script convert it, once, to the limiter's rules, as
+// a policy.Service Reload converts the local stores' keys.
+//
 // [Limiter.AllowN] tells the truth about the network: it returns an error
 // when Redis does not answer. [Keyed] adapts it to admit.KeyedLimiter with an
 // explicit [Policy]: fail closed, fail open or fall back to a local limiter,

@@ -56,9 +56,10 @@ type Limiter struct {
 	unit      time.Duration // nanoseconds per unit of the script's time
 
 	// The script's arguments after the reading and n, boxed once: units per
-	// millisecond, TTL slack in ms, and the tag naming the rules and the
-	// units, stored with every state; then each rule's limit and Window in
-	// units, after its algorithm's letter in a composite.
+	// millisecond, TTL slack in ms, the tag naming the rules and the units,
+	// stored with every state, and the strategy that converts a key of other
+	// rules ('' for none); then each rule's limit and Window in units, after
+	// its algorithm's letter in a composite.
 	fixed []any
 }
 
@@ -69,6 +70,7 @@ type Option func(*config) error
 type config struct {
 	prefix string
 	clock  clock.Clock
+	carry  admit.Carry // 0: a key of another rule is an error
 }
 
 // WithPrefix sets the prefix of the limiter's Redis keys (default
@@ -76,7 +78,8 @@ type config struct {
 // braces are a Redis Cluster hash tag, so each key's state sits in one slot
 // whatever the prefix. Limiters of different rules that share a Redis
 // database need different prefixes; a key written under another rule is
-// reported as an error, never misread. The prefix may not contain '{' or '}'.
+// reported as an error, never misread (unless [WithCarry] converts it). The
+// prefix may not contain '{' or '}'.
 func WithPrefix(prefix string) Option {
 	return func(c *config) error {
 		if strings.ContainsAny(prefix, "{}") {
@@ -100,6 +103,34 @@ func WithClock(c clock.Clock) Option {
 			return fmt.Errorf("%w: redisstore.WithClock(nil); pass a clock.NewFake(), or leave time to the server", admit.ErrInvalidOption)
 		}
 		cfg.clock = c
+		return nil
+	}
+}
+
+// WithCarry makes the limiter convert a key written under other rules, as
+// a rule change leaves it, instead of returning an error: the first time
+// the key is touched under this limiter's rules, its script reads the old
+// rules from the key's tag, converts the state to this limiter's rules as c
+// says ([admit.CarryConsumed], [admit.CarryProportional] or
+// [admit.CarryNothing], as kernel.Convert defines them for policy.Service's
+// Reload), writes it under this limiter's tag, whatever the decision, and
+// then decides, all in the one script call. Use it while a rule changes:
+// processes deployed with the new rules then keep each user's spending.
+//
+// Without it a key written under other rules is an error, as it is for
+// limiters of different rules that were wrongly given one prefix, which
+// converting would hide. A key whose tag the script cannot read (not a
+// limiter's, or counted in other units: [WithClock]'s nanoseconds against
+// server time's microseconds) stays an error either way. Two processes of
+// different rules that both carry convert a shared key back and forth: see
+// docs/redis.md ("Changing a rule") for what that admits. Any other c is an
+// error wrapping [admit.ErrInvalidOption].
+func WithCarry(c admit.Carry) Option {
+	return func(cfg *config) error {
+		if c < admit.CarryConsumed || c > admit.CarryNothing {
+			return fmt.Errorf("%w: redisstore.WithCarry(%v); pass admit.CarryConsumed, admit.CarryProportional or admit.CarryNothing", admit.ErrInvalidOption, c)
+		}
+		cfg.carry = c
 		return nil
 	}
 }
@@ -187,8 +218,9 @@ func newLimiter(client redis.Scripter, limits admit.Limits, opts []Option) (*Lim
 	}
 	// The tag names each rule as the scripts count it, its algorithm's
 	// letter, Limit and Window in units ("t10/1000000"), so that a state
-	// written for other rules, or counted in other units, is never misread;
-	// a composite's joins its rules' with '+'. A tag in nanoseconds
+	// written for other rules, or counted in other units, is never misread,
+	// and so that WithCarry's script can read the rules a state was written
+	// under; a composite's joins its rules' with '+'. A tag in nanoseconds
 	// (WithClock) starts with "ns:", one in microseconds (server time) with
 	// the rules, as every tag did before the units were marked: the same
 	// numbers in the two units are different rules, and their readings
@@ -204,7 +236,7 @@ func newLimiter(client redis.Scripter, limits admit.Limits, opts []Option) (*Lim
 	if l.unit == time.Nanosecond {
 		tag = "ns:" + tag
 	}
-	l.fixed = []any{int64(time.Millisecond / l.unit), int64(evict.Slack / time.Millisecond), tag}
+	l.fixed = []any{int64(time.Millisecond / l.unit), int64(evict.Slack / time.Millisecond), tag, carryLetter(cfg.carry)}
 	if !l.composite {
 		r := limits.At(0)
 		l.script = scripts[r.Algorithm]
@@ -217,6 +249,19 @@ func newLimiter(client redis.Scripter, limits admit.Limits, opts []Option) (*Lim
 		l.fixed = append(l.fixed, string(algorithmLetter(r.Algorithm)), int64(r.Limit), int64(r.Window/l.unit))
 	}
 	return l, nil
+}
+
+// carryLetter names a strategy in the scripts' arguments: "" for none.
+func carryLetter(c admit.Carry) string {
+	switch c {
+	case admit.CarryConsumed:
+		return "c"
+	case admit.CarryProportional:
+		return "p"
+	case admit.CarryNothing:
+		return "n"
+	}
+	return ""
 }
 
 // algorithmLetter names an algorithm in the scripts' tags and arguments.
@@ -340,7 +385,7 @@ func (l *Limiter) AllowNWhich(ctx context.Context, key string, n int) (admit.Dec
 // silent, which is worse than none. Call k.Limiter().Reset(ctx, key) and
 // handle its error. Reset deletes whatever the Redis key holds, a state
 // written under another rule with the same prefix included (which AllowN
-// would refuse to read). Across a failover, asynchronous replication can lose
+// would refuse to read, or with [WithCarry] convert). Across a failover, asynchronous replication can lose
 // the deletion as it can lose a decision's write: the key's old state then
 // comes back (see docs/redis.md).
 func (l *Limiter) Reset(ctx context.Context, key string) error {

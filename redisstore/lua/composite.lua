@@ -3,9 +3,9 @@
 -- this reading, and then every rule is charged; if any rule denies, nothing
 -- is written.
 --
--- ARGV[6 + 3i]  rule i's algorithm: t, f, l or s (for i from 0)
--- ARGV[7 + 3i]  rule i's limit
--- ARGV[8 + 3i]  rule i's window, in units
+-- ARGV[7 + 3i]  rule i's algorithm: t, f, l or s (for i from 0)
+-- ARGV[8 + 3i]  rule i's limit
+-- ARGV[9 + 3i]  rule i's window, in units
 --
 -- The state is one hash, so that a decision touches one key (one slot of a
 -- Redis Cluster): field 'tag' holds the tag, and field i rule i's state,
@@ -16,22 +16,34 @@
 -- with one HGET.
 local algorithms = {t = tokenbucket, f = fixedwindow, l = slidinglog, s = slidingcounter}
 local parts, fields = {}, {'tag'}
-for i = 0, (#ARGV - 5) / 3 - 1 do
-  local a = 6 + 3 * i
+for i = 0, (#ARGV - 6) / 3 - 1 do
+  local a = 7 + 3 * i
   parts[i + 1] = {alg = ARGV[a], limit = tonumber(ARGV[a + 1]), window = tonumber(ARGV[a + 2]), field = tostring(i)}
   fields[i + 2] = tostring(i)
 end
-local got = redis.call('HMGET', key, unpack(fields))
-if got[1] then
-  check(got[1], got[1])
+local got = redis.pcall('HMGET', key, unpack(fields))
+local carried
+if got.err then
+  carried = carry(got) -- a string or a list: Redis's WRONGTYPE unless converted
+elseif got[1] and got[1] ~= tag then
+  carried = carry(another(got[1]))
 end
 for i, p in ipairs(parts) do
   local state
-  if got[i + 1] then
+  if carried then
+    state = carried[i]
+    if p.alg == 'l' then
+      local stamps = state or {}
+      p.stamps = stamps
+      state = {size = #stamps, at = function(j)
+        return stamps[j + 1]
+      end}
+    end
+  elseif got[i + 1] then
     local a, b, c = string.match(got[i + 1], '^(%S+) (%S+) ?(%S*)$')
     state = {tonumber(a), tonumber(b), tonumber(c)}
   end
-  if p.alg == 'l' then
+  if p.alg == 'l' and not carried then
     local head, size = 0, 0
     if state then
       head, size = state[1], state[2]
@@ -53,6 +65,58 @@ for i, p in ipairs(parts) do
   all = all and allowed == 1
 end
 
+-- rewrite writes a converted key whatever the decision, so that it converts
+-- once, at this reading: a hash built anew with this limiter's tag and each
+-- rule's state, after the admission if there is one (a sliding log's ring
+-- from slot 0, its carried entries all live at this reading, so that an
+-- admission drops none); a key whose every state is fresh is a missing key.
+-- Its first write is one Redis refuses when out of memory (see the
+-- prelude), and SET replaces a key of any type, which DEL then removes for
+-- the hash.
+local function rewrite(reset)
+  local fields = {'tag', tag}
+  local function put(field, value)
+    fields[#fields + 1] = field
+    fields[#fields + 1] = value
+  end
+  for i, p in ipairs(parts) do
+    local w = verdicts[i][5]
+    if p.alg == 'l' then
+      local size = 0
+      for k = 1, #p.stamps do
+        put(p.field .. ':' .. size, string.format('%d', p.stamps[k]))
+        size = size + 1
+      end
+      if w then
+        for _ = 1, n do
+          put(p.field .. ':' .. size, string.format('%d', w[1]))
+          size = size + 1
+        end
+      end
+      if size > 0 then
+        put(p.field, string.format('0 %d', size))
+      end
+    else
+      local v = w or p.state
+      if v and #v == 2 then
+        put(p.field, string.format('%d %d', v[1], v[2]))
+      elseif v then
+        put(p.field, string.format('%d %d %d', v[1], v[2], v[3]))
+      end
+    end
+  end
+  if #fields == 2 then
+    redis.call('DEL', key)
+    return
+  end
+  redis.call('SET', key, tag)
+  redis.call('DEL', key)
+  for i = 1, #fields, 2000 do
+    redis.call('HSET', key, unpack(fields, i, math.min(i + 1999, #fields)))
+  end
+  redis.call('PEXPIRE', key, ttl(reset))
+end
+
 if not all then
   -- The rule that binds is the first with the largest retry-after. The
   -- rules that admitted n were charged only in what they returned: their
@@ -64,11 +128,15 @@ if not all then
     if v[1] == 1 then
       local _, _, _, probe = p.decide(p.limit, p.window, 0, p.state)
       r, z = 0, probe
+      v[5] = nil -- not charged
     end
     if r > retry then
       retry, which = r, i - 1
     end
     reset = math.max(reset, z)
+  end
+  if carried then
+    rewrite(reset)
   end
   return {0, 0, retry, reset, which}
 end
@@ -82,7 +150,9 @@ for i, v in ipairs(verdicts) do
   end
   reset = math.max(reset, v[4])
 end
-if n > 0 then
+if carried then
+  rewrite(reset)
+elseif n > 0 then
   -- Every read and the decision are done; now the writes, the first of them
   -- one Redis refuses when it is out of memory (HSET): see the prelude.
   local batch = {}

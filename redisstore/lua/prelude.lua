@@ -7,7 +7,9 @@
 -- ARGV[3]  units per millisecond: 1000000 (ns) or 1000 (µs)
 -- ARGV[4]  extra milliseconds on every TTL
 -- ARGV[5]  tag naming the rules and units, kept with the state
--- ARGV[6…] the rules: see the script's last part (single.lua, list.lua or
+-- ARGV[6]  what a key of other rules carries: '' (nothing: it is an error),
+--          'c' consumed, 'p' proportional, 'n' nothing (see carry.lua)
+-- ARGV[7…] the rules: see the script's last part (single.lua, list.lua or
 --          composite.lua)
 --
 -- Each algorithm is a function of (limit, window, n, state) that reads the
@@ -21,7 +23,8 @@
 -- Lua numbers are doubles: every value here is an integer below 2^53 in
 -- magnitude, which the client guarantees by bounding readings (|t| <= 2^51
 -- units) and rules (window <= 2^51 units, limit x window <= 2^52 units), so
--- all arithmetic below is exact.
+-- all arithmetic below is exact. carry.lua holds the rules it reads from a
+-- tag to the same bounds, and forms its larger products in digits.
 --
 -- Out of memory: every script reads and decides before it writes, and its
 -- first write is one that Redis refuses when used memory is over maxmemory
@@ -30,9 +33,13 @@
 -- script whose first write were LTRIM, DEL or PEXPIRE, which it lets through,
 -- could go on to grow a key past maxmemory. So under noeviction an admission
 -- fails with Redis's OOM error having written nothing, and a denial, which
--- writes nothing, is still answered. The scripts declare no flags (a
--- '#!lua' first line): Redis 7 would then refuse a script whole when out of
--- memory, reads included, and Redis 6 and older cannot parse that line.
+-- writes nothing, is still answered. A key converted from other rules
+-- (carry.lua) is written whatever the decision, first with SET (or only
+-- deleted, when its converted state is fresh): its first touch fails then,
+-- a denial or a probe too, and leaves it under the old rules. The scripts
+-- declare no flags (a '#!lua' first line): Redis 7 would then refuse a
+-- script whole when out of memory, reads included, and Redis 6 and older
+-- cannot parse that line.
 local key = KEYS[1]
 local n = tonumber(ARGV[2])
 local perMs = tonumber(ARGV[3])
@@ -77,11 +84,10 @@ local function ttl(units)
   return fdiv(units + perMs - 1, perMs) + slackMs
 end
 
--- check raises an error unless found, the tag of the key's state s, is this
--- limiter's: a state written for other rules is never misread.
-local function check(s, found)
-  if found ~= tag then
-    error({err = 'ADMIT key ' .. key .. ' holds state of another rule (' .. string.sub(s, 1, #tag + 40) ..
-      ', want ' .. tag .. '): give limiters of different rules different prefixes'})
-  end
+-- another returns the error of a key whose state s, a string that starts
+-- with its tag, is not this limiter's, for a limiter that converts nothing
+-- (see carry.lua): a state written for other rules is never misread.
+local function another(s)
+  return {err = 'ADMIT key ' .. key .. ' holds state of another rule (' .. string.sub(s, 1, #tag + 40) ..
+    ', want ' .. tag .. '): give limiters of different rules different prefixes, or convert (WithCarry)'}
 end
