@@ -3,6 +3,7 @@ package kernel
 import (
 	"math"
 	"math/big"
+	"math/bits"
 	"time"
 
 	"github.com/admit-go/admit"
@@ -79,8 +80,9 @@ func Convert(from *Composite, fs []PartState, to *Composite, ts []PartState, now
 
 // source returns the index of the old part a new part with rule r carries
 // from: the first with r's window and algorithm, else the first with r's
-// window, else the one whose window is nearest r's by ratio (the first on a
-// tie). A one-part composite is its own source.
+// window, else the one whose window is nearest r's by ratio (the larger
+// window over the smaller, compared exactly), the first on a tie. A
+// one-part composite is its own source.
 func (c *Composite) source(r admit.Rule) int {
 	for i := range c.parts {
 		if o := c.limits.At(i); o.Window == r.Window && o.Algorithm == r.Algorithm {
@@ -92,14 +94,25 @@ func (c *Composite) source(r admit.Rule) int {
 			return i
 		}
 	}
-	best, bestScore := 0, math.Inf(1)
-	for i := range c.parts {
-		score := math.Abs(math.Log(float64(c.limits.At(i).Window) / float64(r.Window)))
-		if score < bestScore {
-			best, bestScore = i, score
+	best := 0
+	for i := 1; i < len(c.parts); i++ {
+		if nearer(c.limits.At(i).Window, c.limits.At(best).Window, r.Window) {
+			best = i
 		}
 	}
 	return best
+}
+
+// nearer reports whether window a is strictly nearer w than window b is, by
+// ratio: max(a,w)/min(a,w) < max(b,w)/min(b,w), compared by
+// cross-multiplying in 128 bits (windows are positive).
+func nearer(a, b, w time.Duration) bool {
+	ahi, alo := max(a, w), min(a, w)
+	bhi, blo := max(b, w), min(b, w)
+	// ahi/alo < bhi/blo  <=>  ahi·blo < bhi·alo
+	x1, x0 := bits.Mul64(uint64(ahi), uint64(blo))
+	y1, y0 := bits.Mul64(uint64(bhi), uint64(alo))
+	return x1 < y1 || (x1 == y1 && x0 < y0)
 }
 
 // consumed returns how many requests' worth of part i's budget the state s

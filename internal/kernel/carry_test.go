@@ -227,3 +227,23 @@ func TestConvertComposite(t *testing.T) {
 		require.Equal(t, want, v.Remaining, "part %d (%v)", i, nl.At(i))
 	}
 }
+
+// TestConvertSourceTie: a new part whose window no old part shares carries
+// from the old part nearest it by ratio, compared exactly, the first on a
+// tie (1s and 9s are equally near 3s: 3/1 = 9/3).
+func TestConvertSourceTie(t *testing.T) {
+	for _, tc := range []struct {
+		old  string
+		want int
+	}{
+		{"fixed-window,5,1s + fixed-window,50,9s", 0},
+		{"fixed-window,50,9s + fixed-window,5,1s", 0},
+		{"fixed-window,5,1s + fixed-window,50,8s", 1}, // 8/3 < 3/1
+		{"fixed-window,5,1s + fixed-window,50,10s", 0},
+	} {
+		ol, err := admit.ParseLimits(tc.old)
+		require.NoError(t, err)
+		got := NewComposite(ol).source(admit.Rule{Algorithm: admit.TokenBucket, Limit: 3, Window: 3 * time.Second})
+		require.Equal(t, tc.want, got, tc.old)
+	}
+}
