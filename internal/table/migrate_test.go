@@ -158,10 +158,13 @@ func TestPutPastHorizon(t *testing.T) {
 // TestTakeHammer: with the clock frozen, goroutines admit on one key of a
 // table while another goroutine takes the key and puts it into a second
 // table, as a Service's Reload moves a pair: the first table's hooks then
-// refuse the key (Keep) and send its calls to the second (Redirect). Every
-// admission is counted once, before the Take or after the Put: together
-// they are exactly the Limit. Pause makes one call load the key's word
-// before the Take and publish after it, every round.
+// refuse the key (Keep) and send its calls to the second (Redirect), whose
+// Adopt hook moves the key itself if it comes first, and otherwise waits,
+// on the mutex every move holds from Take to Put, for the move under way
+// (a Service's migration mutex). Every admission is counted once, before
+// the Take or after the Put: together they are exactly the Limit. Pause
+// makes one call load the key's word before the Take and publish after it,
+// every other round.
 func TestTakeHammer(t *testing.T) {
 	rounds, perGoroutine := 20, 200
 	if testing.Short() {
@@ -180,6 +183,21 @@ func TestTakeHammer(t *testing.T) {
 				b, mb := mstore(t, rule, clk)
 				var moved atomic.Bool
 				var redirected atomic.Int64
+				var moveMu sync.Mutex
+				const key = "hot-key"
+				var buf [1]kernel.PartState
+				move := func() {
+					moveMu.Lock()
+					defer moveMu.Unlock()
+					if ma.Take(key, buf[:]) {
+						assert.True(t, mb.Put(key, buf[:]))
+					}
+				}
+				mb.SetHooks(&migrate.Hooks{Adopt: func(string) {
+					if moved.Load() {
+						move()
+					}
+				}})
 				ma.SetHooks(&migrate.Hooks{
 					Keep: func(string) bool { return !moved.Load() },
 					Redirect: func(key string, n int) (admit.Decision, int) {
@@ -187,14 +205,10 @@ func TestTakeHammer(t *testing.T) {
 						return b.AllowN(key, n), 0
 					},
 				})
-				const key = "hot-key"
 				var admitted atomic.Int64
-				var buf [1]kernel.PartState
 				take := func() {
 					moved.Store(true) // a Service publishes before it takes
-					if ma.Take(key, buf[:]) {
-						assert.True(t, mb.Put(key, buf[:]))
-					}
+					move()
 				}
 				start := make(chan struct{})
 				half := make(chan struct{})
