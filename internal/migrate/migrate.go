@@ -42,7 +42,9 @@ type Store interface {
 
 	// Keys calls yield with every key the store holds (a snapshot of each
 	// shard, taken under its mutex) until yield returns false, and
-	// reports whether it could: a store of hashed keys has no keys to give.
+	// reports whether it could: a store of hashed keys has no keys to give,
+	// and reports false without calling yield. yield runs with none of the
+	// store's locks held, so that it may Take the key.
 	Keys(yield func(key string) bool) bool
 
 	// SetHooks installs h (nil removes them). The store reads them only on
@@ -64,6 +66,11 @@ type Hooks struct {
 	Keep func(key string) bool
 
 	// Redirect decides a call the store refused to keep: n requests for
-	// key, returning the decision and the index of the rule that bound.
+	// key, returning the decision and the index of the rule that bound,
+	// which the store returns as the call's, unchanged (a policy.Service's
+	// Redirect returns a marker on which the Service decides the call again
+	// under its current book). A reservation the store refused to keep is
+	// Redirect's decision too: an admission due at once that cannot be
+	// cancelled, or a refusal whose Delay is the denial's RetryAfter.
 	Redirect func(key string, n int) (admit.Decision, int)
 }
