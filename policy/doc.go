@@ -40,7 +40,8 @@
 //
 // [Service.CheckNWhich] also says which rule of a composite bound the
 // decision. [Service.Reload] swaps in a new book while requests are being
-// checked; the pairs whose limits did not change keep their budgets. See
+// checked; the pairs whose limits did not change keep their budgets, and
+// those whose limits change carry what they spent ([WithCarry]). See
 // docs/configuration.md for both formats, composites, every error, reload
 // semantics and memory costs.
 package policy

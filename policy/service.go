@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/migrate"
 	"github.com/admit-go/admit/internal/plumb"
 	"github.com/admit-go/admit/sharded"
 )
@@ -49,11 +52,24 @@ type Service struct {
 	build builder
 	mu    sync.Mutex // serializes Reload; Check never takes it
 	cur   atomic.Pointer[snapshot]
+
+	// clock is the clock given with WithClock, or the system clock: the
+	// reading at which a Reload converts a moving pair's state.
+	clock clock.Clock
+
+	// moveMu is the migration mutex (carry.go): it serializes the moves of
+	// keys between limiters, and is taken before any limiter's own mutex.
+	moveMu sync.Mutex
+
+	// moving is the Reload whose keys are moving (nil outside a Reload's
+	// migration window).
+	moving atomic.Pointer[migration]
 }
 
 // builder makes the keyed limiters of a Service. It is immutable after
 // NewService.
 type builder struct {
+	svc     *Service       // the Service whose limiters it builds, for their hooks
 	factory Factory        // from WithFactory; nil: defaultFactory
 	limits  LimitsFactory  // from WithLimitsFactory; nil: defaultLimitsFactory, unless factory is set
 	opts    []admit.Option // passed on to the factories: the caller's, less WithFactory and WithLimitsFactory
@@ -182,6 +198,8 @@ type snapshot struct {
 type group struct {
 	limits admit.Limits
 	build  *builder
+	kern   *kernel.Composite // the kernel of limits, for kernel.Convert
+	proto  protocol          // what the limiters of limits offer a Reload that moves their keys
 	// byAPI maps an API name to its *apiLimiter. Entries are added on first
 	// use and never removed; the group lives as long as a snapshot uses its
 	// limits.
@@ -194,6 +212,9 @@ type apiLimiter struct {
 	lim   admit.KeyedLimiter
 	which whicher // lim's AllowNWhich for a composite; nil for one rule
 	g     *group  // the group the limiter belongs to, for its limits
+	api   string  // the API the limiter serves
+	mig   migrate.Store
+	hooks [2]*migrate.Hooks // mig's hooks: Keep and Redirect; with Adopt too (carry.go)
 }
 
 // allowNWhich is lim.AllowNWhich for a composite, and AllowN and index 0 for
@@ -217,7 +238,8 @@ func (g *group) limiter(api string) (*apiLimiter, error) {
 		return nil, err
 	}
 	// Our own copy of the name: the caller may reuse the memory behind api.
-	v, _ := g.byAPI.LoadOrStore(strings.Clone(api), &apiLimiter{lim, which, g})
+	api = strings.Clone(api)
+	v, _ := g.byAPI.LoadOrStore(api, g.build.svc.newAPILimiter(g, api, lim, which))
 	return v.(*apiLimiter), nil
 }
 
@@ -296,8 +318,9 @@ func NewService(book *Book, opts ...admit.Option) (*Service, error) {
 		set.Factory, set.LimitsFactory = nil, nil
 		passed = []admit.Option{plumb.NewOption(func(s *plumb.Settings) error { *s = set; return nil }).(admit.Option)}
 	}
-	s := &Service{build: builder{factory: factory, limits: limits, opts: slices.Clone(passed)}}
-	snap, err := s.compile(book, nil)
+	s := &Service{clock: set.Clock}
+	s.build = builder{svc: s, factory: factory, limits: limits, opts: slices.Clone(passed)}
+	snap, err := s.compile(book, nil, admit.CarryNothing)
 	if err != nil {
 		return nil, err
 	}
@@ -326,13 +349,21 @@ func (s *Service) Check(user, api string) admit.Decision { return s.CheckN(user,
 // the next request tries again.
 func (s *Service) CheckN(user, api string, n int) admit.Decision {
 	snap := s.cur.Load()
+	var d admit.Decision
 	if g := snap.users[user]; g != nil {
-		return g.allowN(api, user, n)
+		d = g.allowN(api, user, n)
+	} else if a := snap.apis[api]; a != nil {
+		d = a.lim.AllowN(user, n)
+	} else {
+		d = snap.def.allowN(api, user, n)
 	}
-	if a := snap.apis[api]; a != nil {
-		return a.lim.AllowN(user, n)
+	if d.Limit < 0 {
+		// The pair's key moved to other limits in a Reload that came after
+		// snap was loaded, and the limiter decided nothing (refused, see
+		// carry.go): the call is decided under the current book.
+		return s.CheckN(user, api, n)
 	}
-	return snap.def.allowN(api, user, n)
+	return d
 }
 
 // CheckNWhich is [Service.CheckN] that also returns the limits the decision
@@ -340,19 +371,27 @@ func (s *Service) CheckN(user, api string, n int) admit.Decision {
 // [admit.Limits]): on a denial, the rule that denied. The index is 0 for a
 // one-rule entry. The limits are those of the one book the call used, which
 // [Book.LimitsFor] of a book read at another moment may not match when the
-// call races a Reload.
+// call races a Reload (a call that finds its pair moved by a Reload is
+// decided, and described, under the newer book).
 func (s *Service) CheckNWhich(user, api string, n int) (admit.Decision, admit.Limits, int) {
 	snap := s.cur.Load()
+	var d admit.Decision
+	var l admit.Limits
+	var i int
 	if g := snap.users[user]; g != nil {
-		d, i := g.allowNWhich(api, user, n)
-		return d, g.limits, i
+		d, i = g.allowNWhich(api, user, n)
+		l = g.limits
+	} else if a := snap.apis[api]; a != nil {
+		d, i = a.allowNWhich(user, n)
+		l = a.g.limits
+	} else {
+		d, i = snap.def.allowNWhich(api, user, n)
+		l = snap.def.limits
 	}
-	if a := snap.apis[api]; a != nil {
-		d, i := a.allowNWhich(user, n)
-		return d, a.g.limits, i
+	if d.Limit < 0 {
+		return s.CheckNWhich(user, api, n) // as in CheckN
 	}
-	d, i := snap.def.allowNWhich(api, user, n)
-	return d, snap.def.limits, i
+	return d, l, i
 }
 
 // Reset forgets the state of the pair (user, api) under the limits the
@@ -407,39 +446,75 @@ func (s *Service) Book() *Book { return s.cur.Load().book }
 // Reload makes the Service apply book from now on, atomically: every Check
 // uses either the old book or the new one, never a mix. It builds the
 // limiters the new book needs before the swap; if that fails, or book is nil
-// or has no default rule, Reload returns the error and the old book stays in
-// force.
+// or has no default rule, or an option is invalid, or the pairs whose limits
+// change cannot carry their state (below), Reload returns the error and the
+// old book stays in force, every pair's state as it was.
 //
 // A pair whose limits are the same in both books (the same rules, each of the
 // same Algorithm, Limit and Window, in the same order, wherever the limits
 // come from) keeps its state: a reload never hands out a fresh budget (a full
-// bucket, an empty window) to a pair whose limits did not change. A pair
-// whose limits changed continues under the new limits with the state it has
-// under them: fresh, unless it ran under those same limits before and they
-// stayed in use in between, in which case it resumes that earlier state.
-// State kept for limits no longer in the book is released. A composite is
-// one set of limits: changing or adding one of its rules makes the pair's
-// budget fresh under every rule of the new composite.
+// bucket, an empty window) to a pair whose limits did not change.
+//
+// A pair whose limits change carries its state into the new limits as
+// [WithCarry] says, by default [admit.CarryConsumed]: what the pair has
+// consumed stays consumed, at most the new Limit, so that after 7 of 10 a
+// limit raised to 20 leaves 13 and one lowered to 5 leaves none. Each pair
+// moves from its old limiter to its new one, its state converted at a
+// reading of the Service's clock (WithClock's, or the system clock); Checks
+// go on meanwhile, and a Check racing the move is counted once, under the
+// old limits before the move or under the new ones after it. (A pair that
+// still has a state under the new limits, kept from before an earlier
+// Reload with CarryNothing, resumes that state instead.) The cost: Reload visits every user of every (limits, API)
+// limiter that may hold a pair whose limits change. Carrying needs, on
+// both sides of such a pair, limiters that can hand over and take their
+// users' states (docs/configuration.md, "Changing limits", lists them: not
+// a factory's of your own, nor a store of hashed keys, which cannot list
+// its users); otherwise Reload returns an error wrapping
+// [admit.ErrUnsupported] that names the pair, and changes nothing:
+// WithCarry(admit.CarryNothing) is the way out.
+//
+// With WithCarry(admit.CarryNothing) a pair whose limits change continues
+// under the new limits with the state it has under them: fresh, unless it
+// ran under those same limits before and they stayed in use in between, in
+// which case it resumes that earlier state. State kept for limits no longer
+// in the book is released. A composite is one set of limits: changing or
+// adding one of its rules changes the pair's limits.
 //
 // Reloads are serialized with each other; Checks go on during a Reload.
-func (s *Service) Reload(book *Book) error {
+func (s *Service) Reload(book *Book, opts ...ReloadOption) error {
 	if book == nil {
 		return errors.New("policy: Reload(nil): want a *Book from Parse, ParseJSON or Load; the current book stays in force")
 	}
+	rs := reloadSettings{carry: admit.CarryConsumed}
+	for _, o := range opts {
+		if o == nil {
+			return fmt.Errorf("%w: policy: Reload: a nil ReloadOption; pass one from WithCarry", admit.ErrInvalidOption)
+		}
+		if err := o.applyReload(&rs); err != nil {
+			return err
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	snap, err := s.compile(book, s.cur.Load())
+	old := s.cur.Load()
+	snap, err := s.compile(book, old, rs.carry)
 	if err != nil {
 		return err
 	}
-	s.cur.Store(snap)
+	if rs.carry == admit.CarryNothing {
+		s.cur.Store(snap)
+		return nil
+	}
+	s.carry(old, snap, rs.carry)
 	return nil
 }
 
 // compile builds the snapshot of book, reusing the groups of old (nil at
 // start-up) whose limits it keeps. It touches no shared state until every
-// limiter it needs is built, so a failure leaves old as it was.
-func (s *Service) compile(book *Book, old *snapshot) (*snapshot, error) {
+// limiter it needs is built and, for a carry other than CarryNothing, every
+// limiter whose pairs change limits can carry their state (canCarry), so a
+// failure leaves old as it was.
+func (s *Service) compile(book *Book, old *snapshot, carry admit.Carry) (*snapshot, error) {
 	if err := book.validate(); err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
@@ -457,7 +532,7 @@ func (s *Service) compile(book *Book, old *snapshot) (*snapshot, error) {
 		}
 		g := old.group(l)
 		if g == nil {
-			g = &group{limits: l, build: &s.build}
+			g = &group{limits: l, build: &s.build, kern: kernel.NewComposite(l)}
 			fresh[g] = true
 		}
 		snap.groups[l] = g
@@ -486,18 +561,28 @@ func (s *Service) compile(book *Book, old *snapshot) (*snapshot, error) {
 			if err != nil {
 				return nil, fmt.Errorf("policy: building the limiter of %s: %w", e, err)
 			}
-			built = append(built, pending{e.Name, &apiLimiter{lim, which, g}})
-			delete(fresh, g)
+			built = append(built, pending{e.Name, s.newAPILimiter(g, e.Name, lim, which)})
+			if fresh[g] {
+				g.proto = protocolOf(lim)
+				delete(fresh, g)
+			}
 		}
 	}
 	// Prove the factory on the limits no API limiter was built for, so that
 	// limits it rejects fail now rather than at the first request.
 	for _, e := range book.Rules() {
 		if g := snap.groups[e.Limits]; fresh[g] {
-			if _, _, err := s.build.newLimiter(g.limits); err != nil {
+			lim, _, err := s.build.newLimiter(g.limits)
+			if err != nil {
 				return nil, fmt.Errorf("policy: building the limiter of %s: %w", e, err)
 			}
+			g.proto = protocolOf(lim)
 			delete(fresh, g)
+		}
+	}
+	if carry != admit.CarryNothing {
+		if err := old.canCarry(snap, carry); err != nil {
+			return nil, err
 		}
 	}
 	// Nothing can fail from here on.

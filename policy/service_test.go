@@ -292,10 +292,12 @@ func TestServiceBook(t *testing.T) {
 	assert.Equal(t, book, s.Book())
 	assert.NotSame(t, book, s.Book(), "the service keeps its own copy")
 	next := parse(t, "default = sliding-log,3,1")
-	require.NoError(t, s.Reload(next))
+	require.NoError(t, s.Reload(next, policy.WithCarry(admit.CarryNothing)))
 	assert.Equal(t, next, s.Book())
 }
 
+// TestReload pins what a Reload keeps and what it starts afresh with
+// WithCarry(admit.CarryNothing); carry_test.go has the other strategies.
 func TestReload(t *testing.T) {
 	sec := time.Second
 	fake := clock.NewFake()
@@ -326,7 +328,7 @@ api./pay   = fixed-window,4,10
 api./cart  = token-bucket,5,10
 user.vip-1 = token-bucket,8,10
 user.bob   = token-bucket,5,10
-`)))
+`), policy.WithCarry(admit.CarryNothing)))
 	runChecks(t, s, fake, []check{
 		// Unchanged rules keep their state, wherever the rule comes from: no
 		// fresh budget on reload.
@@ -342,7 +344,7 @@ user.bob   = token-bucket,5,10
 
 	// Back to the first book: /pay resumes its fixed-window,3 state? No: that
 	// rule left the book, so its state was released and /pay starts fresh.
-	require.NoError(t, s.Reload(parse(t, "default = token-bucket,5,10\napi./pay = fixed-window,3,10\n")))
+	require.NoError(t, s.Reload(parse(t, "default = token-bucket,5,10\napi./pay = fixed-window,3,10\n"), policy.WithCarry(admit.CarryNothing)))
 	runChecks(t, s, fake, []check{
 		{0, "alice", "/pay", allowed(3, 2, 10*sec)},
 		{0, "alice", "/orders", denied(5, 2*sec, 10*sec)}, // the default never changed
@@ -374,12 +376,19 @@ func TestReloadRejectsBadBooks(t *testing.T) {
 	assert.Equal(t, allowed(2, 1, 10*time.Second), s.Check("alice", "/login"))
 }
 
-// TestReloadRace checks while another goroutine reloads between two books.
-// Every decision must come from one of the two books' rules for its pair
-// (the books give the pairs different Limits, so Decision.Limit says which),
-// and the pairs whose rule both books share must keep their state: with the
-// clock frozen, exactly Limit of their requests pass over the whole run.
+// TestReloadRace checks while another goroutine reloads between two books,
+// with each strategy. Every decision must come from one of the two books'
+// rules for its pair (the books give the pairs different Limits, so
+// Decision.Limit says which), and the pairs whose rule both books share
+// must keep their state: with the clock frozen, exactly Limit of their
+// requests pass over the whole run.
 func TestReloadRace(t *testing.T) {
+	for _, c := range []admit.Carry{admit.CarryConsumed, admit.CarryProportional, admit.CarryNothing} {
+		t.Run("carry="+c.String(), func(t *testing.T) { testReloadRace(t, c) })
+	}
+}
+
+func testReloadRace(t *testing.T, carry admit.Carry) {
 	bookA := parse(t, `
 default    = token-bucket,30,1h
 api./flip  = fixed-window,10,1h
@@ -452,7 +461,7 @@ user.plat  = token-bucket,30,1h
 			if i%2 == 0 {
 				book = bookB
 			}
-			if err := s.Reload(book); err != nil {
+			if err := s.Reload(book, policy.WithCarry(carry)); err != nil {
 				errs <- err.Error()
 			}
 			reloads.Add(1)
@@ -473,17 +482,19 @@ user.plat  = token-bucket,30,1h
 	}
 }
 
-// TestReloadResumesEarlierState pins the documented corner of Reload: a pair
-// whose rule changes back to one it ran under before resumes that earlier
-// state, provided the rule stayed in use in between (its state was kept).
+// TestReloadResumesEarlierState pins the documented corner of a Reload
+// with WithCarry(admit.CarryNothing): a pair whose rule changes back to one
+// it ran under before resumes that earlier state, provided the rule stayed
+// in use in between (its state was kept).
 func TestReloadResumesEarlierState(t *testing.T) {
 	fake := clock.NewFake()
 	s := service(t, parse(t, "default = token-bucket,5,10\nuser.u = fixed-window,2,10\n"), admit.WithClock(fake))
 	s.Check("u", "/x")
 	s.Check("u", "/x")
 	// u moves to another rule; v keeps fixed-window,2,10 in use.
-	require.NoError(t, s.Reload(parse(t, "default = token-bucket,5,10\nuser.u = fixed-window,3,10\nuser.v = fixed-window,2,10\n")))
+	nothing := policy.WithCarry(admit.CarryNothing)
+	require.NoError(t, s.Reload(parse(t, "default = token-bucket,5,10\nuser.u = fixed-window,3,10\nuser.v = fixed-window,2,10\n"), nothing))
 	assert.Equal(t, allowed(3, 2, 10*time.Second), s.Check("u", "/x"), "a new rule starts fresh")
-	require.NoError(t, s.Reload(parse(t, "default = token-bucket,5,10\nuser.u = fixed-window,2,10\n")))
+	require.NoError(t, s.Reload(parse(t, "default = token-bucket,5,10\nuser.u = fixed-window,2,10\n"), nothing))
 	assert.Equal(t, denied(2, 10*time.Second, 10*time.Second), s.Check("u", "/x"), "back under fixed-window,2,10: still spent")
 }

@@ -1,0 +1,361 @@
+package policy
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/migrate"
+)
+
+// How a Reload carries the state of the pairs whose limits change
+// (docs/design.md, "How a key moves", has the protocol; internal/migrate the
+// store's side of it). A Service's limiters are shared, one per (limits,
+// API) keyed by user, so a limiter can hold pairs whose limits change beside
+// pairs whose limits do not: keys move one by one, never a whole limiter.
+//
+// Every limiter that is a migrate.Store has, for its life, a Keep hook (does
+// the pair still resolve to this limiter in the current snapshot?) and a
+// Redirect hook (movedAway: decide the call again, through the current
+// snapshot), which it consults only when it would insert a key it does not
+// hold. A Reload carrying state:
+//
+//  1. compiles the new snapshot, reusing the limiters of unchanged limits,
+//     and refuses (canCarry) if a pair whose limits change is kept, on
+//     either side, by a limiter without the protocol;
+//  2. opens the migration window (s.moving) and gives every limiter of the
+//     new snapshot an Adopt hook: a key it does not hold is first taken
+//     from the pair's limiter in the old snapshot, converted and put;
+//  3. publishes the snapshot;
+//  4. takes, converts and puts every key of every old limiter whose pair
+//     now resolves to other limits (the eager pass);
+//  5. closes the window and removes the Adopt hooks.
+//
+// Each move runs under the migration mutex, moveMu, taken before any
+// limiter's own mutex (Adopt runs before the limiter takes its shard's
+// mutex): two limiters that trade pairs in one Reload cannot deadlock, and
+// a key moves once. A call that was inside an old limiter when the snapshot
+// was published either decided before the Take (its admission is in the
+// state carried) or finds its key missing, is refused by Keep (the pair
+// resolves elsewhere now) and is decided again under the new limits
+// (movedAway): no admission is lost or counted twice.
+
+// movedAway is the decision of the Redirect hook: a denial with a negative
+// Limit, which no limiter's decision has. The limiter returns it for the
+// call it refused, deciding nothing, and CheckN and CheckNWhich, seeing it,
+// decide the call again under the current book, so that the decision and
+// the limits CheckNWhich reports are those of one book. (A limiter a
+// Service built is called by the Service only; a caller that kept one from
+// its factory and calls it directly would get this denial for the users
+// that moved.)
+var movedAway = admit.Decision{Limit: -1}
+
+// ReloadOption configures one [Service.Reload]. Build it with [WithCarry];
+// an invalid one makes Reload return an error wrapping
+// [admit.ErrInvalidOption] and change nothing.
+type ReloadOption interface {
+	applyReload(*reloadSettings) error
+}
+
+// reloadSettings are the options of one Reload.
+type reloadSettings struct {
+	carry admit.Carry // admit.CarryConsumed unless WithCarry says otherwise
+}
+
+// reloadOption is a ReloadOption that runs f.
+type reloadOption func(*reloadSettings) error
+
+func (f reloadOption) applyReload(s *reloadSettings) error { return f(s) }
+
+// WithCarry makes [Service.Reload] carry the state of each pair whose
+// limits change into the new limits as c says: [admit.CarryConsumed] (the
+// default: what was consumed stays consumed, at most the new Limit),
+// [admit.CarryProportional] (the same fraction of the budget stays
+// consumed) or [admit.CarryNothing] (the pair starts afresh under the new
+// limits, and Reload moves nothing). docs/algorithms.md ("A limit that
+// changes") gives each strategy per algorithm. Any other c makes Reload
+// return an error wrapping [admit.ErrInvalidOption].
+func WithCarry(c admit.Carry) ReloadOption {
+	return reloadOption(func(s *reloadSettings) error {
+		if c < admit.CarryConsumed || c > admit.CarryNothing {
+			return fmt.Errorf("%w: policy.WithCarry(%v); pass admit.CarryConsumed, admit.CarryProportional or admit.CarryNothing", admit.ErrInvalidOption, c)
+		}
+		s.carry = c
+		return nil
+	})
+}
+
+// protocol is what the limiters of some limits offer a Reload that moves
+// their keys. All limiters of one Limits are built by one factory with the
+// same options, so the first one built speaks for all.
+type protocol struct {
+	store bool   // migrate.Store: Take and Put
+	lists bool   // and Keys lists its keys (not hashed keys)
+	typ   string // the limiter's type, for errors
+}
+
+// protocolOf returns what lim, a new and empty limiter, offers.
+func protocolOf(lim admit.KeyedLimiter) protocol {
+	p := protocol{typ: fmt.Sprintf("%T", lim)}
+	if m, ok := lim.(migrate.Store); ok {
+		p.store = true
+		p.lists = m.Keys(func(string) bool { return false })
+	}
+	return p
+}
+
+// newAPILimiter boxes lim, the limiter of g's limits for api, and gives it
+// its hooks if it is a migrate.Store: Keep and Redirect for its life, and
+// Adopt too while a Reload's keys are moving (a limiter built during the
+// window keeps its Adopt after it, which then finds no Reload and returns).
+func (s *Service) newAPILimiter(g *group, api string, lim admit.KeyedLimiter, which whicher) *apiLimiter {
+	a := &apiLimiter{lim: lim, which: which, g: g, api: api}
+	m, ok := lim.(migrate.Store)
+	if !ok {
+		return a
+	}
+	a.mig = m
+	keep := func(user string) bool { return s.cur.Load().groupOf(user, api) == g }
+	redirect := func(string, int) (admit.Decision, int) { return movedAway, 0 }
+	a.hooks[0] = &migrate.Hooks{Keep: keep, Redirect: redirect}
+	a.hooks[1] = &migrate.Hooks{Adopt: func(user string) { s.adopt(a, user) }, Keep: keep, Redirect: redirect}
+	a.setHooks(s.moving.Load() != nil)
+	return a
+}
+
+// setHooks gives the limiter its hooks, with Adopt or without.
+func (a *apiLimiter) setHooks(adopt bool) {
+	if a.mig == nil {
+		return
+	}
+	h := a.hooks[0]
+	if adopt {
+		h = a.hooks[1]
+	}
+	a.mig.SetHooks(h)
+}
+
+// groupOf returns the group of the pair (user, api) in the snapshot.
+func (s *snapshot) groupOf(user, api string) *group {
+	if g := s.users[user]; g != nil {
+		return g
+	}
+	if a := s.apis[api]; a != nil {
+		return a.g
+	}
+	return s.def
+}
+
+// migration is one Reload's move of keys: the snapshots before and after,
+// and the strategy.
+type migration struct {
+	old, new *snapshot
+	carry    admit.Carry
+}
+
+// carry publishes snap, which replaces old, and moves the keys of the pairs
+// whose limits change (steps 2 to 5 above). It requires s.mu.
+func (s *Service) carry(old, snap *snapshot, c admit.Carry) {
+	mv := s.open(old, snap, c)
+	s.moveAll(mv)
+	s.close(mv)
+}
+
+// open opens the migration window of a Reload from old to snap with the
+// strategy c, gives the limiters of snap their Adopt hooks, and publishes
+// snap (steps 2 and 3). It requires s.mu.
+func (s *Service) open(old, snap *snapshot, c admit.Carry) *migration {
+	mv := &migration{old: old, new: snap, carry: c}
+	s.moving.Store(mv)
+	snap.eachLimiter(func(a *apiLimiter) { a.setHooks(true) })
+	s.cur.Store(snap)
+	return mv
+}
+
+// moveAll moves every key of every limiter of mv.old whose pair resolves to
+// other limits in mv.new (step 4), one key at a time under s.moveMu. It
+// skips the limiters none of whose pairs change, and the keys whose pair
+// resolved elsewhere already in mv.old (states kept from an earlier book by
+// a Reload with CarryNothing, which are not the pair's). It requires s.mu.
+func (s *Service) moveAll(mv *migration) {
+	for _, og := range mv.old.groups {
+		og.byAPI.Range(func(_, v any) bool {
+			o := v.(*apiLimiter)
+			if o.mig == nil || len(mv.old.moves(mv.new.book, og, o.api)) == 0 {
+				return true
+			}
+			o.mig.Keys(func(user string) bool {
+				if mv.old.groupOf(user, o.api) != og {
+					return true
+				}
+				ng := mv.new.groupOf(user, o.api)
+				if ng == og {
+					return true
+				}
+				s.moveMu.Lock()
+				defer s.moveMu.Unlock()
+				if dst, err := ng.limiter(o.api); err == nil {
+					s.move(o, dst, user, mv.carry)
+				}
+				return true
+			})
+			return true
+		})
+	}
+}
+
+// close closes the migration window and removes the Adopt hooks (step 5).
+// It closes the window under s.moveMu, after every move in progress: a
+// move that an Adopt began has taken the key out of the old limiter, where
+// the eager pass no longer saw it, and has yet to put it into the new one;
+// a call that found the window closed and stored the key afresh there
+// before the put would lose the state carried. It requires s.mu.
+func (s *Service) close(mv *migration) {
+	s.moveMu.Lock()
+	s.moving.Store(nil)
+	s.moveMu.Unlock()
+	mv.new.eachLimiter(func(a *apiLimiter) { a.setHooks(false) })
+}
+
+// adopt is the Adopt hook of a: it moves user's key into a from the pair's
+// limiter in the snapshot before the Reload, if the pair resolves to a now
+// and to another limiter then. It runs before a takes any mutex of its own.
+func (s *Service) adopt(a *apiLimiter, user string) {
+	mv := s.moving.Load()
+	if mv == nil || mv.new.groupOf(user, a.api) != a.g {
+		return
+	}
+	og := mv.old.groupOf(user, a.api)
+	if og == a.g {
+		return
+	}
+	s.moveMu.Lock()
+	defer s.moveMu.Unlock()
+	if s.moving.Load() != mv {
+		return // the eager pass is over: the key moved, if it was to
+	}
+	if v, ok := og.byAPI.Load(a.api); ok {
+		s.move(v.(*apiLimiter), a, user, mv.carry)
+	}
+}
+
+// move takes user's key from the limiter from, converts its state to the
+// limits of to at the clock's reading, and puts it into to, unless to holds
+// the key already (a key adopted, or a state kept from an earlier book,
+// which stays). It requires s.moveMu.
+func (s *Service) move(from, to *apiLimiter, user string, c admit.Carry) {
+	if from.mig == nil || to.mig == nil {
+		return
+	}
+	var fs, ts [admit.MaxLimits]kernel.PartState
+	fl, tl := from.g.limits.Len(), to.g.limits.Len()
+	if !from.mig.Take(user, fs[:fl]) {
+		return
+	}
+	kernel.Convert(from.g.kern, fs[:fl], to.g.kern, ts[:tl], s.clock.Now(), kernel.Carry(c))
+	to.mig.Put(user, ts[:tl])
+}
+
+// eachLimiter calls f with every limiter built in the snapshot's groups.
+func (s *snapshot) eachLimiter(f func(*apiLimiter)) {
+	for _, g := range s.groups {
+		g.byAPI.Range(func(_, v any) bool {
+			f(v.(*apiLimiter))
+			return true
+		})
+	}
+}
+
+// moved is a set of pairs whose limits change in a Reload: the users of an
+// API, one named user (or, with others, every user without an entry in
+// either book), from the limits of one group to those of another.
+type moved struct {
+	user   string // "" with others
+	others bool
+	to     admit.Limits
+}
+
+// moves returns the sets of pairs that the limiter of og for api holds in
+// the snapshot s and that resolve to other limits in book: those of every
+// user without an entry in either book, then those of each user named in
+// either book, by name.
+func (s *snapshot) moves(book *Book, og *group, api string) []moved {
+	var out []moved
+	check := func(user string, others bool, from, to admit.Limits) {
+		if from == og.limits && to != og.limits {
+			out = append(out, moved{user: user, others: others, to: to})
+		}
+	}
+	check("", true, s.book.othersLimits(api), book.othersLimits(api))
+	users := slices.Sorted(maps.Keys(s.book.users))
+	for u := range book.users {
+		if _, ok := s.book.users[u]; !ok {
+			users = append(users, u)
+		}
+	}
+	slices.Sort(users)
+	for _, u := range users {
+		check(u, false, s.book.LimitsFor(u, api), book.LimitsFor(u, api))
+	}
+	return out
+}
+
+// othersLimits returns the limits of api's users that have no entry of
+// their own.
+func (b *Book) othersLimits(api string) admit.Limits {
+	if l, ok := b.apis[api]; ok {
+		return l
+	}
+	return b.def
+}
+
+// canCarry reports, as an error wrapping admit.ErrUnsupported, a pair
+// whose limits change from s to snap (whose groups are built and proven,
+// its API limiters perhaps not yet published) that cannot carry its state:
+// its limiter in s was built and cannot hand over its keys (Take and Keys),
+// or the limiters of its new limits cannot take a state (Put). A limiter
+// not built holds no pair. It reports the first such pair in the order of
+// s's book (its entries' limits, then APIs and users by name).
+func (s *snapshot) canCarry(snap *snapshot, c admit.Carry) error {
+	seen := map[*group]bool{}
+	for _, e := range s.book.Rules() {
+		og := s.groups[e.Limits]
+		if seen[og] {
+			continue
+		}
+		seen[og] = true
+		var apis []string
+		og.byAPI.Range(func(k, _ any) bool {
+			apis = append(apis, k.(string))
+			return true
+		})
+		slices.Sort(apis)
+		for _, api := range apis {
+			for _, m := range s.moves(snap.book, og, api) {
+				ng := snap.groups[m.to]
+				switch {
+				case !og.proto.store:
+					return carryError(c, api, m, og.limits, "their limiter, a "+og.proto.typ+", cannot hand over its users' states")
+				case !og.proto.lists:
+					return carryError(c, api, m, og.limits, "their limiter keeps hashed keys, which it cannot list")
+				case !ng.proto.store:
+					return carryError(c, api, m, og.limits, "the limiter of the new limits, a "+ng.proto.typ+", cannot take a carried state")
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// carryError is canCarry's error for the pairs m of api, whose limits were
+// from.
+func carryError(c admit.Carry, api string, m moved, from admit.Limits, why string) error {
+	who := fmt.Sprintf("user %q", m.user)
+	if m.others {
+		who = "the users without an entry of their own"
+	}
+	return fmt.Errorf("%w: policy: Reload: the limits of %s on API %q change from %v to %v, and %s, so their state cannot be carried (carry %v; docs/configuration.md, \"Changing limits\", lists the limiters that carry it); pass WithCarry(admit.CarryNothing) to start those pairs afresh under the new limits",
+		admit.ErrUnsupported, who, api, from, m.to, why, c)
+}
