@@ -393,15 +393,16 @@ func TestService(t *testing.T) {
 	assert.Equal(t, httplimit.ProblemType, body.Type)
 	assert.Equal(t, []string{"api./login"}, body.Violated)
 
-	// A Reload is picked up: /login now allows 3, and alice's new budget
-	// shows it.
+	// A Reload is picked up: /login now allows 3, and alice, who had spent
+	// her 2, keeps them spent (the default, admit.CarryConsumed): one more
+	// passes, and none is left.
 	book, err := policy.Parse(strings.NewReader("default = token-bucket,5,10s\napi./login = fixed-window,3,10s\n"))
 	require.NoError(t, err)
 	require.NoError(t, svc.Reload(book))
 	res := call("POST", "/login", "alice")
 	assert.Equal(t, 200, res.StatusCode)
 	assert.Equal(t, []string{`"api./login";q=3;w=10`}, res.Header["Ratelimit-Policy"])
-	assert.Equal(t, []string{`"api./login";r=2;t=10`}, res.Header["Ratelimit"])
+	assert.Equal(t, []string{`"api./login";r=0;t=10`}, res.Header["Ratelimit"])
 }
 
 // TestServiceAPI: the API is the route path by default, "" outside a mux,

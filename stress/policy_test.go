@@ -55,7 +55,10 @@ var (
 )
 
 // TestPolicyReload runs the policy workload on a Service built by each keyed
-// variant (WithFactory) and on the Service's own default choice.
+// variant (WithFactory) and on the Service's own default choice. Its model
+// keeps one budget per (pair, rule), fresh when a pair's rule changes, so
+// the reloads pass admit.CarryNothing; carrying budgets across a change is
+// checked exactly by policy's TestReloadCarryRace.
 func TestPolicyReload(t *testing.T) {
 	type factory struct {
 		name string
@@ -116,7 +119,7 @@ func TestPolicyReload(t *testing.T) {
 					if i%2 == 0 {
 						book = bookB
 					}
-					if err := svc.Reload(book); err != nil {
+					if err := svc.Reload(book, policy.WithCarry(admit.CarryNothing)); err != nil {
 						panic(err) // both books built once already: cannot fail
 					}
 					w.reloads.Add(1)
@@ -132,10 +135,10 @@ func TestPolicyReload(t *testing.T) {
 				if err != nil {
 					t.Fatalf("policy.NewService on %s: %v", fc.name, err)
 				}
-				if err := svc.Reload(bookB); err != nil { // every limiter of B built once
+				if err := svc.Reload(bookB, policy.WithCarry(admit.CarryNothing)); err != nil { // every limiter of B built once
 					t.Fatal(err)
 				}
-				if err := svc.Reload(bookA); err != nil {
+				if err := svc.Reload(bookA, policy.WithCarry(admit.CarryNothing)); err != nil {
 					t.Fatal(err)
 				}
 				return subject{

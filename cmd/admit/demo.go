@@ -177,6 +177,38 @@ func composite(w io.Writer) error {
 		}
 		fmt.Fprintln(w, line)
 	}
+	return raise(w)
+}
+
+// raise is part seven: a limit raised by a Reload, without a fresh burst.
+func raise(w io.Writer) error {
+	fmt.Fprintln(w, "\nPart seven: alice spends 7 of fixed-window,10,1m; then the limit is raised to 20.")
+	for _, carry := range []struct {
+		c    admit.Carry
+		name string
+	}{
+		{admit.CarryConsumed, "admit.CarryConsumed, the default"},
+		{admit.CarryProportional, "admit.CarryProportional"},
+		{admit.CarryNothing, "admit.CarryNothing"},
+	} {
+		c := clock.NewFake()
+		svc, err := serviceFor(admit.Rule{Algorithm: admit.FixedWindow, Limit: 10, Window: time.Minute}, c)
+		if err != nil {
+			return err
+		}
+		for range 7 {
+			svc.Check("alice", "/orders")
+		}
+		raised, err := policy.Parse(strings.NewReader("default = fixed-window,20,1m"))
+		if err != nil {
+			return err
+		}
+		if err := svc.Reload(raised, policy.WithCarry(carry.c)); err != nil {
+			return err
+		}
+		d := svc.CheckN("alice", "/orders", 0) // a probe: how many are left
+		fmt.Fprintf(w, "%-34s remaining=%2d of %d\n", carry.name+":", d.Remaining, d.Limit)
+	}
 	return nil
 }
 
