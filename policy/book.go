@@ -101,8 +101,14 @@ func (e Entry) Key() string {
 
 // String returns the entry as a line of the properties format, such as
 // "api./login = fixed-window,2,10s" or, for a composite,
-// "api./search = token-bucket,10,1s + fixed-window,1000,1h".
-func (e Entry) String() string { return e.Key() + " = " + e.Limits.String() }
+// "api./search = token-bucket,10,1s + fixed-window,1000,1h". An Entry built
+// by hand with its Rule and no Limits writes its Rule.
+func (e Entry) String() string {
+	if e.Limits.Len() == 0 {
+		return e.Key() + " = " + e.Rule.String()
+	}
+	return e.Key() + " = " + e.Limits.String()
+}
 
 // Book is an immutable rule book: default limits, and optional limits for
 // particular APIs and particular users, each one rule or a composite of
