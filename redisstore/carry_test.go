@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -106,17 +105,10 @@ func (o carryOracle) check(t require.TestingT, c redis.Scripter, by carrier, key
 
 // windowMultiples are the windows drawCarryLimits draws, in multiples of a
 // scale. From 1 and 9 (or 4 and 9) a window of 3 (or 6) lies at equal
-// ratios, where Go's math.Log rounds the two logarithms apart and
-// kernel.Convert breaks the tie by the roundings, which the scripts repeat
-// as amd64's and 386's math.Log rounds. Go on other architectures may fuse
-// multiply-adds in math.Log and break such a tie otherwise, so there the
-// test draws none.
-var windowMultiples = func() []int64 {
-	if runtime.GOARCH == "amd64" || runtime.GOARCH == "386" {
-		return []int64{1, 2, 3, 4, 6, 9}
-	}
-	return []int64{1, 2, 4, 8}
-}()
+// ratios, where kernel.Convert carries from the first in order; at scales
+// past about a millisecond the products compared reach 2^53, where the
+// script compares them in digits.
+var windowMultiples = []int64{1, 2, 3, 4, 6, 9}
 
 // drawCarryLimits draws Limits of 1 to 3 rules of any algorithms, with
 // small limits and windows that are a few multiples of scale, in
@@ -266,44 +258,44 @@ func TestCarryExactAtTheEdges(t *testing.T) {
 }
 
 // TestCarrySourceByRatio: a new rule whose window no old rule has carries
-// from the old rule whose window is nearest by ratio, and the scripts must
-// choose the rule kernel.Convert chooses, which compares Go's math.Log of
-// the ratios, roundings included. Old rules of two fixed windows a and b
-// spend 3 at reading 0; at reading a, a's window has ended and b's has
-// not, so a new fixed window of r holds 0 if it carries from a and 3 if
-// from b. Windows at equal ratios (a × b = r², in either order) and at
-// random ones are tried; among the ties are some where the rounded
-// logarithms differ, so an exact comparison (cross-multiplying the
-// ratios) would choose otherwise, which the test counts.
+// from the old rule whose window is nearest by ratio, compared exactly, the
+// first on a tie, as kernel.Convert chooses. Old rules of two fixed windows
+// a and b spend 3 at reading 0; at the reading min(a, b) the shorter
+// window has ended and the longer has not, so a new fixed window of r holds
+// 0 if it carries from the shorter and 3 if from the longer. Windows at
+// equal ratios (a × b = r², in either order), at random ones, and near 2^50
+// ns at ratios a whisker apart ((r-1) × (r+1) = r² - 1, whose products,
+// near 2^100, round to the same double) are tried; each choice must be the
+// oracle's and the exact comparison's.
 func TestCarrySourceByRatio(t *testing.T) {
-	if runtime.GOARCH != "amd64" && runtime.GOARCH != "386" {
-		t.Skip("kernel.Convert compares math.Log as amd64 and 386 round it; Go may fuse multiply-adds in it on " + runtime.GOARCH)
-	}
 	c := newClient(t, redistest.Start(t))
 	ctx := context.Background()
-	type triple struct{ a, r, b int64 }
+	type triple struct{ a, r, b time.Duration }
 	var triples []triple
-	for r := int64(2); r <= 40; r++ {
-		for a := int64(1); a < r; a++ {
+	const unit = time.Minute
+	for r := time.Duration(2); r <= 40; r++ {
+		for a := time.Duration(1); a < r; a++ {
 			if r*r%a == 0 {
-				triples = append(triples, triple{a, r, r * r / a}, triple{r * r / a, r, a})
+				triples = append(triples, triple{a * unit, r * unit, r * r / a * unit}, triple{r * r / a * unit, r * unit, a * unit})
 			}
 		}
 	}
-	for a := int64(1); a <= 12; a++ {
+	for a := time.Duration(1); a <= 12; a++ {
 		for b := a + 2; b <= 30; b += 3 {
-			triples = append(triples, triple{a, (a + b) / 2, b}, triple{b, (a + b) / 2, a})
+			triples = append(triples, triple{a * unit, (a + b) / 2 * unit, b * unit}, triple{b * unit, (a + b) / 2 * unit, a * unit})
 		}
 	}
+	for _, r := range []time.Duration{1<<50 + 1, 1<<50 + 12345, 1<<51 - 1} {
+		triples = append(triples, triple{r - 1, r, r + 1}, triple{r + 1, r, r - 1})
+	}
 	fake := clock.NewFake()
-	exactDiffers := 0
+	ties := 0
 	for _, tr := range triples {
-		const unit = time.Minute
 		oldLimits, err := admit.NewLimits(
-			admit.Rule{Algorithm: admit.FixedWindow, Limit: 5, Window: time.Duration(tr.a) * unit},
-			admit.Rule{Algorithm: admit.FixedWindow, Limit: 5, Window: time.Duration(tr.b) * unit})
+			admit.Rule{Algorithm: admit.FixedWindow, Limit: 5, Window: tr.a},
+			admit.Rule{Algorithm: admit.FixedWindow, Limit: 5, Window: tr.b})
 		require.NoError(t, err)
-		newLimits, err := admit.NewLimits(admit.Rule{Algorithm: admit.FixedWindow, Limit: 5, Window: time.Duration(tr.r) * unit})
+		newLimits, err := admit.NewLimits(admit.Rule{Algorithm: admit.FixedWindow, Limit: 5, Window: tr.r})
 		require.NoError(t, err)
 		prefix := freshPrefix("ratio")
 		old := newCarrier(t, c, oldLimits, 0, redisstore.WithClock(fake), prefix)
@@ -311,24 +303,27 @@ func TestCarrySourceByRatio(t *testing.T) {
 		want := carryOracle{}
 		fake.Set(0)
 		want.check(t, c, old, "k", 0, 3, "spend")
-		first := time.Duration(min(tr.a, tr.b)) * unit
+		first := min(tr.a, tr.b)
 		fake.Set(first)
-		want.check(t, c, cur, "k", first, 0, fmt.Sprintf("windows %d, %d → %d", tr.a, tr.b, tr.r))
+		step := fmt.Sprintf("windows %v, %v → %v", tr.a, tr.b, tr.r)
+		want.check(t, c, cur, "k", first, 0, step)
 		d, err := cur.l.AllowN(ctx, "k", 0)
 		require.NoError(t, err)
 		fromFirst := d.Remaining == 5 // carried 0: from the window that has ended, the first in order
 		if tr.a > tr.b {
 			fromFirst = d.Remaining == 2
 		}
-		// Exactly, a is nearer than b iff max(a, r)/min(a, r) < max(b, r)/min(b, r).
-		da := new(big.Int).Mul(big.NewInt(max(tr.a, tr.r)), big.NewInt(min(tr.b, tr.r)))
-		db := new(big.Int).Mul(big.NewInt(max(tr.b, tr.r)), big.NewInt(min(tr.a, tr.r)))
-		if exactFirst := da.Cmp(db) <= 0; exactFirst != fromFirst {
-			exactDiffers++
+		// a is nearer than b iff max(a, r)/min(a, r) < max(b, r)/min(b, r).
+		da := new(big.Int).Mul(big.NewInt(int64(max(tr.a, tr.r))), big.NewInt(int64(min(tr.b, tr.r))))
+		db := new(big.Int).Mul(big.NewInt(int64(max(tr.b, tr.r))), big.NewInt(int64(min(tr.a, tr.r))))
+		cmp := da.Cmp(db)
+		if cmp == 0 {
+			ties++
 		}
+		assert.Equal(t, cmp <= 0, fromFirst, "%s: carries from the first (ratios compared exactly, the first on a tie)", step)
 	}
-	t.Logf("%d window triples, %d where an exact comparison of the ratios would choose another source", len(triples), exactDiffers)
-	assert.Positive(t, exactDiffers, "no triple tells the rounded logarithms from an exact comparison")
+	t.Logf("%d window triples, %d at equal ratios", len(triples), ties)
+	assert.Positive(t, ties, "no triple at equal ratios")
 }
 
 // TestCarryRollingDeploy: while a limit is lowered from 10 to 5 per minute,

@@ -26,6 +26,8 @@
 -- are exact. What a new rule holds is the ceiling of a quotient of two
 -- products of such numbers, up to 2^106: ceilQuo computes it in base-2^24
 -- digits, whose partial products stay below 2^49, so nothing is rounded.
+-- Choosing the old rule a new rule carries from compares ratios of windows
+-- by cross-multiplying them, products up to 2^102, in the same digits.
 local strategy = ARGV[6]
 
 -- carry returns the states this limiter's rules carry from the key's state
@@ -244,35 +246,20 @@ local function carry(refusal)
     return k
   end
 
-  -- goLog is Go's math.Log as amd64 computes it (math/log_amd64.s; log.go
-  -- compiled without fused multiply-adds, as for 386, is the same), one
-  -- operation at a time in the same order, for normal x > 0. Lua rounds
-  -- each operation to a double as SSE2 does, so the result is the same
-  -- double: a new rule whose window no old rule has carries from the one
-  -- kernel.Convert picks by comparing these logarithms, its roundings
-  -- included (at windows 1 s, 9 s and 3 s the two ratios are equal, and
-  -- the rounded logarithms are not).
-  local function goLog(x)
-    local f1, ki = math.frexp(x)
-    if f1 < 7.07106781186547524401e-01 then
-      f1 = f1 * 2
-      ki = ki - 1
-    end
-    local f = f1 - 1
-    local s1 = f / (2 + f)
-    local s2 = s1 * s1
-    local s4 = s2 * s2
-    local t1 = s2 * (6.666666666666735130e-01 + s4 * (2.857142874366239149e-01 +
-      s4 * (1.818357216161805012e-01 + s4 * 1.479819860511658591e-01)))
-    local t2 = s4 * (3.999999999940941908e-01 + s4 * (2.222219843214978396e-01 + s4 * 1.531383769920937332e-01))
-    local hfsq = 0.5 * f * f
-    return ki * 6.93147180369123816490e-01 -
-      ((hfsq - (s1 * (hfsq + (t1 + t2)) + ki * 1.90821492927058770002e-10)) - f)
+  -- nearer reports whether window a is strictly nearer w than window b is,
+  -- by ratio: max(a,w)/min(a,w) < max(b,w)/min(b,w), compared exactly by
+  -- cross-multiplying, as kernel.Convert compares them. Windows are at most
+  -- 2^51 units, so the products reach 2^102, in digits past 2^53. (The
+  -- ratios of windows in microseconds are those of the same windows in
+  -- nanoseconds, so the units do not change the answer.)
+  local function nearer(a, b, w)
+    return compareProducts(math.max(a, w), math.min(b, w), math.max(b, w), math.min(a, w)) < 0
   end
 
   -- source returns the old rule new rule r carries from: the first with
   -- r's window and algorithm, else the first with r's window, else the one
-  -- whose window is nearest r's by ratio, the first on a tie.
+  -- whose window is nearest r's by ratio (compared exactly), the first on a
+  -- tie.
   local function source(r)
     for i, o in ipairs(from) do
       if o.window == r.window and o.alg == r.alg then
@@ -284,11 +271,10 @@ local function carry(refusal)
         return i
       end
     end
-    local best, bestScore = 1, math.huge
-    for i, o in ipairs(from) do
-      local score = math.abs(goLog(o.window / r.window))
-      if score < bestScore then
-        best, bestScore = i, score
+    local best = 1
+    for i = 2, #from do
+      if nearer(from[i].window, from[best].window, r.window) then
+        best = i
       end
     end
     return best
