@@ -89,17 +89,28 @@ func (l *composite) Limits() admit.Limits { return l.k.Limits() }
 
 func (l *composite) Allow() admit.Decision { return l.AllowN(1) }
 
-func (l *composite) AllowN(n int) admit.Decision {
-	d, _ := l.AllowNWhich(n)
+// AllowN fills its Decision from the kernel's Verdict field by field (see
+// kernel.Verdict: a Decision returned through calls is copied in memory).
+func (l *composite) AllowN(n int) (d admit.Decision) {
+	v, which := l.decide(n)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.PartLimit(which), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
 
 // AllowNWhich implements [admit.CompositeLimiter].
-func (l *composite) AllowNWhich(n int) (admit.Decision, int) {
+func (l *composite) AllowNWhich(n int) (d admit.Decision, which int) {
+	v, which := l.decide(n)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.PartLimit(which), v.Remaining, v.RetryAfter, v.ResetAfter
+	return d, which
+}
+
+// decide runs the kernel on the state under the mutex.
+func (l *composite) decide(n int) (kernel.Verdict, int) {
 	now := l.clock.Now() // read outside the lock; the kernels clamp a stale reading
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.k.Allow(l.state[:l.k.Len()], now, n)
+	v, which := l.k.Decide(l.state[:l.k.Len()], now, n)
+	l.mu.Unlock()
+	return v, which
 }
 
 // compositeTB is the single-key composite of token buckets, which also hands
@@ -118,22 +129,32 @@ var (
 
 func (l *compositeTB) Allow() admit.Decision { return l.AllowN(1) }
 
-func (l *compositeTB) AllowN(n int) admit.Decision {
-	d, _ := l.AllowNWhich(n)
+// AllowN is composite's, with the hold shown the reading.
+func (l *compositeTB) AllowN(n int) (d admit.Decision) {
+	v, which := l.decide(n)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.PartLimit(which), v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
 
 // AllowNWhich implements [admit.CompositeLimiter].
-func (l *compositeTB) AllowNWhich(n int) (admit.Decision, int) {
+func (l *compositeTB) AllowNWhich(n int) (d admit.Decision, which int) {
+	v, which := l.decide(n)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.PartLimit(which), v.Remaining, v.RetryAfter, v.ResetAfter
+	return d, which
+}
+
+// decide runs the kernel on the state under the mutex and shows the hold
+// the reading.
+func (l *compositeTB) decide(n int) (kernel.Verdict, int) {
 	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := l.state[:l.k.Len()]
-	d, which := l.k.Allow(s, now, n)
+	v, which := l.k.Decide(s, now, n)
 	if l.hold.Ticket != 0 && !l.k.Observe(&l.hold, s, now) {
 		l.hold = kernel.CompositeHold{}
 	}
-	return d, which
+	return v, which
 }
 
 // ReserveN implements [admit.Reserver].
