@@ -3,6 +3,7 @@ package admit_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -388,7 +389,7 @@ func TestLimitsAt(t *testing.T) {
 	for i, r := range rules {
 		assert.NotPanics(t, func() { assert.Equal(t, r, l.At(i)) }, "At(%d)", i)
 	}
-	for _, i := range []int{-1, 3, 4, admit.MaxLimits, admit.MaxLimits + 1, -1 << 62} {
+	for _, i := range []int{-1, 3, 4, admit.MaxLimits, admit.MaxLimits + 1, math.MinInt} {
 		assert.Panics(t, func() { l.At(i) }, "At(%d) of 3 rules", i)
 	}
 	assert.Panics(t, func() { admit.Limits{}.At(0) }, "At(0) of the zero Limits")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -247,7 +248,7 @@ func (s *whichStore) Sweep() int                                    { return 0 }
 func TestCompositeIndexOutOfRange(t *testing.T) {
 	limits, err := admit.ParseLimits("token-bucket,10,1s + fixed-window,30,1m")
 	require.NoError(t, err)
-	for _, which := range []int{-1, 2, 1 << 40} {
+	for _, which := range []int{-1, 2, math.MaxInt} {
 		s := &whichStore{limits: limits, which: which, d: admit.Decision{Limit: 10, RetryAfter: 1500 * time.Millisecond}}
 		mw, err := httplimit.New(s)
 		require.NoError(t, err)
