@@ -11,6 +11,7 @@ import (
 	"github.com/admit-go/admit"
 	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/conformance"
 	"github.com/admit-go/admit/internal/kernel"
 )
 
@@ -105,7 +106,7 @@ func TestLimitsPairSpill(t *testing.T) {
 		fake   *clock.Fake
 		keyed  admit.KeyedLimiter
 		single admit.Limiter
-		model  *compModel
+		model  *conformance.CompositeOracle
 	}
 	fresh := func() pairs {
 		fake := clock.NewFake()
@@ -114,19 +115,19 @@ func TestLimitsPairSpill(t *testing.T) {
 		require.Equal(t, "pair", admitatomic.LimitsForm(keyed))
 		single, err := admitatomic.NewLimitsLimiter(limits, admit.WithClock(fake))
 		require.NoError(t, err)
-		return pairs{fake, keyed, single, newCompModel(limits)}
+		return pairs{fake, keyed, single, conformance.NewCompositeOracle(limits)}
 	}
 	// step decides n at reading at on key "k" and on the single key, checks
 	// both against the kernel, and that both are held, or not, as held says.
 	step := func(p pairs, at time.Duration, n int, held bool) {
 		t.Helper()
 		p.fake.Set(at)
-		want, wantWhich := p.model.allow("k", at, n)
+		want, wantWhich := p.model.Allow("k", at, n)
 		got, which := p.keyed.(admit.CompositeStore).AllowNWhich("k", n)
 		assert.Equal(t, want, got, "AllowNWhich(k, %d) at %v", n, at)
 		assert.Equal(t, wantWhich, which, "which of AllowNWhich(k, %d) at %v", n, at)
 		assert.Equal(t, held, admitatomic.LimitsHeld(p.keyed, "k"), "held after AllowNWhich(k, %d) at %v", n, at)
-		want, wantWhich = p.model.allow("single", at, n)
+		want, wantWhich = p.model.Allow("single", at, n)
 		got, which = p.single.(admit.CompositeLimiter).AllowNWhich(n)
 		assert.Equal(t, want, got, "single AllowNWhich(%d) at %v", n, at)
 		assert.Equal(t, wantWhich, which, "which of single AllowNWhich(%d) at %v", n, at)

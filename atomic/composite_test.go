@@ -12,6 +12,7 @@ import (
 	"github.com/admit-go/admit"
 	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/conformance"
 	"github.com/admit-go/admit/internal/kernel"
 )
 
@@ -192,55 +193,6 @@ func genLimits(t *rapid.T, min, max int, algs ...admit.Algorithm) admit.Limits {
 	return limits
 }
 
-// compModel is the oracle of a composite store: kernel.Composite run
-// sequentially on one state and one hold per key, the hold shown every
-// reading as the store shows it.
-type compModel struct {
-	k      *kernel.Composite
-	states map[string][]kernel.PartState
-	holds  map[string]*kernel.CompositeHold
-}
-
-func newCompModel(limits admit.Limits) *compModel {
-	return &compModel{k: kernel.NewComposite(limits), states: map[string][]kernel.PartState{}, holds: map[string]*kernel.CompositeHold{}}
-}
-
-func (m *compModel) of(key string) ([]kernel.PartState, *kernel.CompositeHold) {
-	if m.states[key] == nil {
-		m.states[key] = make([]kernel.PartState, m.k.Len())
-		m.holds[key] = new(kernel.CompositeHold)
-	}
-	return m.states[key], m.holds[key]
-}
-
-func (m *compModel) allow(key string, now time.Duration, n int) (admit.Decision, int) {
-	s, h := m.of(key)
-	d, which := m.k.Allow(s, now, n)
-	if h.Ticket != 0 && !m.k.Observe(h, s, now) {
-		*h = kernel.CompositeHold{}
-	}
-	return d, which
-}
-
-func (m *compModel) reserve(key string, now time.Duration, n int, maxWait time.Duration) (time.Duration, bool, uint64) {
-	s, h := m.of(key)
-	return m.k.ReserveHold(s, h, now, n, maxWait)
-}
-
-func (m *compModel) cancel(key string, ticket uint64, now time.Duration) bool {
-	s, h := m.of(key)
-	ok, drop := m.k.CancelHold(s, h, ticket, now)
-	if drop {
-		*h = kernel.CompositeHold{}
-	}
-	return ok
-}
-
-func (m *compModel) reset(key string) {
-	delete(m.states, key)
-	delete(m.holds, key)
-}
-
 // TestLimitsDifferential drives a composite store and a single-key
 // composite with random calls on a fake clock that moves forwards and
 // backwards (stale readings), and compares every answer with the kernel's,
@@ -283,7 +235,7 @@ func checkLimitsDifferential(t *rapid.T, pair bool) {
 	store, comp := keyed.(admit.CompositeStore), single.(admit.CompositeLimiter)
 	keyedRes, reservable := keyed.(admit.KeyedReserver)
 	singleRes, _ := single.(admit.Reserver)
-	model := newCompModel(limits)
+	model := conformance.NewCompositeOracle(limits)
 	const singleKey = "\x00single" // the model's key for the single-key limiter
 	keys := []string{"a", "b", "c", singleKey}
 	type made struct {
@@ -309,7 +261,7 @@ func checkLimitsDifferential(t *rapid.T, pair bool) {
 			if op <= 2 {
 				n = 1
 			}
-			want, wantWhich := model.allow(key, now, n)
+			want, wantWhich := model.Allow(key, now, n)
 			var got admit.Decision
 			var which int
 			if key == singleKey {
@@ -326,12 +278,12 @@ func checkLimitsDifferential(t *rapid.T, pair bool) {
 		case op == 7:
 			if key != singleKey {
 				store.(admit.Resetter).Reset(key)
-				model.reset(key)
+				model.Reset(key)
 			}
 		case op == 8 || op == 9:
 			n := rapid.IntRange(0, limits.Limit()+1).Draw(t, "reserve.n")
 			maxWait := time.Duration(rapid.Int64Range(0, int64(2*maxWindow)).Draw(t, "maxWait"))
-			wantD, wantOK, ticket := model.reserve(key, now, n, maxWait)
+			wantD, wantOK, ticket := model.Reserve(key, now, n, maxWait)
 			var r admit.Reservation
 			var ok bool
 			if key == singleKey {
@@ -344,7 +296,7 @@ func checkLimitsDifferential(t *rapid.T, pair bool) {
 			reservations = append(reservations, made{key, r, ticket})
 		case len(reservations) > 0:
 			m := rapid.SampledFrom(reservations).Draw(t, "reservation")
-			want := model.cancel(key, m.ticket, now) // another key's hold has another ticket
+			want := model.Cancel(key, m.ticket, now) // another key's hold has another ticket
 			var got bool
 			if key == singleKey {
 				got = singleRes.CancelReservation(m.r)

@@ -78,41 +78,66 @@ type compositeKeyed interface {
 	AllowNWhich(key string, n int) (admit.Decision, int)
 }
 
-// compositeOracle is kernel.Composite with one state per key, stepped
-// sequentially: the executable specification a composite limiter must
-// match. Every key starts fresh and is never evicted.
-type compositeOracle struct {
+// CompositeOracle is kernel.Composite with one state and one
+// kernel.CompositeHold per key, stepped sequentially, the hold shown every
+// reading as the kernel's doc asks of a limiter: the executable
+// specification a composite limiter must match, here and in the stores'
+// own tests. Every key starts fresh and is never evicted.
+type CompositeOracle struct {
 	k      *kernel.Composite
 	states map[string][]kernel.PartState
+	holds  map[string]*kernel.CompositeHold
 }
 
-func newCompositeOracle(l admit.Limits) *compositeOracle {
-	return &compositeOracle{k: kernel.NewComposite(l), states: map[string][]kernel.PartState{}}
+// NewCompositeOracle returns the oracle of l, which must be valid.
+func NewCompositeOracle(l admit.Limits) *CompositeOracle {
+	return &CompositeOracle{k: kernel.NewComposite(l), states: map[string][]kernel.PartState{}, holds: map[string]*kernel.CompositeHold{}}
 }
 
-func (o *compositeOracle) state(key string) []kernel.PartState {
-	s, ok := o.states[key]
-	if !ok {
-		s = make([]kernel.PartState, o.k.Len())
-		o.states[key] = s
+// of returns key's state and hold, fresh on first use.
+func (o *CompositeOracle) of(key string) ([]kernel.PartState, *kernel.CompositeHold) {
+	if o.states[key] == nil {
+		o.states[key] = make([]kernel.PartState, o.k.Len())
+		o.holds[key] = new(kernel.CompositeHold)
 	}
-	return s
+	return o.states[key], o.holds[key]
 }
 
 // Allow decides n for key at reading now, and returns the index of the rule
 // that bound the decision.
-func (o *compositeOracle) Allow(key string, now time.Duration, n int) (admit.Decision, int) {
-	return o.k.Allow(o.state(key), now, n)
+func (o *CompositeOracle) Allow(key string, now time.Duration, n int) (admit.Decision, int) {
+	s, h := o.of(key)
+	d, which := o.k.Allow(s, now, n)
+	if h.Ticket != 0 && !o.k.Observe(h, s, now) {
+		*h = kernel.CompositeHold{}
+	}
+	return d, which
 }
 
 // Reserve reserves n for key at reading now, in every rule (all token
-// buckets), if the wait is at most maxWait.
-func (o *compositeOracle) Reserve(key string, now time.Duration, n int, maxWait time.Duration) (time.Duration, bool) {
-	return o.k.Reserve(o.state(key), now, n, maxWait)
+// buckets), if the wait is at most maxWait; it returns the wait, whether it
+// reserved, and the ticket a cancellation needs (0 when none can).
+func (o *CompositeOracle) Reserve(key string, now time.Duration, n int, maxWait time.Duration) (time.Duration, bool, uint64) {
+	s, h := o.of(key)
+	return o.k.ReserveHold(s, h, now, n, maxWait)
 }
 
-// forget drops key's state: its next call is a fresh key's.
-func (o *compositeOracle) forget(key string) { delete(o.states, key) }
+// Cancel cancels the reservation with ticket on key at reading now, and
+// reports whether it gave its tokens back.
+func (o *CompositeOracle) Cancel(key string, ticket uint64, now time.Duration) bool {
+	s, h := o.of(key)
+	ok, drop := o.k.CancelHold(s, h, ticket, now)
+	if drop {
+		*h = kernel.CompositeHold{}
+	}
+	return ok
+}
+
+// Reset drops key's state and hold: its next call is a fresh key's.
+func (o *CompositeOracle) Reset(key string) {
+	delete(o.states, key)
+	delete(o.holds, key)
+}
 
 // mustLimits returns the Limits of text, which must be valid.
 func mustLimits(t require.TestingT, text string) admit.Limits {
@@ -405,7 +430,7 @@ func testCompositeAllOrNothing(t tester, v CompositeVariant) {
 		require.NoError(t, err, "NewLimits(%v)", l)
 		ck, ok := lim.(compositeKeyed)
 		require.True(t, ok, "NewLimits(%v) has Limits and AllowNWhich", l)
-		oracle := newCompositeOracle(l)
+		oracle := NewCompositeOracle(l)
 		for i, st := range []struct {
 			at      time.Duration
 			allowed bool
@@ -538,7 +563,7 @@ func compositeDifferential(v CompositeVariant) func(*rapid.T) {
 			require.NoError(rt, err)
 		}
 		cl, _ := single.(admit.CompositeLimiter)
-		oracle := newCompositeOracle(l)
+		oracle := NewCompositeOracle(l)
 		keys := []string{"a", "b", "c"}
 		for i := range rapid.IntRange(1, 60).Draw(rt, "ops") {
 			if moveClock(rt, fake, l) {
@@ -599,7 +624,7 @@ func testCompositeReset(t *testing.T, v CompositeVariant) {
 		lim, err := v.NewLimits(l, admit.WithClock(fake))
 		require.NoError(t, err)
 		r := lim.(resetter)
-		oracle := newCompositeOracle(l)
+		oracle := NewCompositeOracle(l)
 		call := func(key string, n int, allowed bool) {
 			t.Helper()
 			want, _ := oracle.Allow(key, fake.Now(), n)
@@ -617,7 +642,7 @@ func testCompositeReset(t *testing.T, v CompositeVariant) {
 			call(k, 1, false) // 15 spent in the hour
 		}
 		r.Reset("a")
-		oracle.forget("a")
+		oracle.Reset("a")
 		r.Reset("never-seen")
 		call("a", 10, true) // a fresh budget in every rule
 		call("a", 1, false)
@@ -653,7 +678,7 @@ func testCompositeReset(t *testing.T, v CompositeVariant) {
 			lim, err := v.NewLimits(l, admit.WithClock(fake))
 			require.NoError(rt, err)
 			r := lim.(resetter)
-			oracle := newCompositeOracle(l)
+			oracle := NewCompositeOracle(l)
 			keys := []string{"a", "b"}
 			for i := range rapid.IntRange(1, 50).Draw(rt, "ops") {
 				if moveClock(rt, fake, l) {
@@ -662,7 +687,7 @@ func testCompositeReset(t *testing.T, v CompositeVariant) {
 				key := rapid.SampledFrom(keys).Draw(rt, "key")
 				if rapid.IntRange(0, 3).Draw(rt, "reset") == 0 {
 					r.Reset(key)
-					oracle.forget(key)
+					oracle.Reset(key)
 					continue
 				}
 				n := rapid.IntRange(0, l.Limit()).Draw(rt, "n")
@@ -788,7 +813,7 @@ func testCompositeReserve(t *testing.T, v CompositeVariant) {
 		for name, of := range compositeReservers(t, v, l, fake) {
 			fake.Set(0)
 			reserve, _, allow := of("k")
-			oracle := newCompositeOracle(l)
+			oracle := NewCompositeOracle(l)
 			check := func(n int) {
 				t.Helper()
 				want, wantWhich := oracle.Allow("k", fake.Now(), n)
@@ -797,7 +822,7 @@ func testCompositeReserve(t *testing.T, v CompositeVariant) {
 			}
 			check(1)
 			r := reserve(1)
-			d, _ := oracle.Reserve("k", 0, 1, admit.Never)
+			d, _, _ := oracle.Reserve("k", 0, 1, admit.Never)
 			assert.Equal(t, time.Second, r.Delay, name)
 			assert.Equal(t, d, r.Delay, name)
 			fake.Set(2 * time.Second)
@@ -900,7 +925,7 @@ func testCompositeReserve(t *testing.T, v CompositeVariant) {
 			if !ok {
 				rt.Fatalf("NewLimits(%v) is not an admit.KeyedReserver, but NewLimits(%v) is", l, mustLimits(rt, "token-bucket,1,1s + token-bucket,3,1m"))
 			}
-			oracle := newCompositeOracle(l)
+			oracle := NewCompositeOracle(l)
 			keys := []string{"a", "b"}
 			for i := range rapid.IntRange(1, 60).Draw(rt, "ops") {
 				if moveClock(rt, fake, l) {
@@ -911,7 +936,7 @@ func testCompositeReserve(t *testing.T, v CompositeVariant) {
 				now := fake.Now()
 				if rapid.Bool().Draw(rt, "reserve") {
 					maxWait := rapid.SampledFrom([]time.Duration{0, l.At(0).Window / 2, admit.Never}).Draw(rt, "maxWait")
-					d, ok := oracle.Reserve(key, now, n, maxWait)
+					d, ok, _ := oracle.Reserve(key, now, n, maxWait)
 					if r, got := kr.ReserveN(key, n, maxWait); r.Delay != d || got != ok {
 						rt.Fatalf("%v op %d: ReserveN(t=%v, %q, %d, %v) = %v, %t; kernel %v, %t", l, i, now, key, n, maxWait, r.Delay, got, d, ok)
 					}

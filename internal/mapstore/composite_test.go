@@ -12,6 +12,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/conformance"
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/plumb"
 	"github.com/admit-go/admit/internal/reservation"
@@ -45,55 +46,6 @@ func longest(l admit.Limits) time.Duration {
 		w = max(w, r.Window)
 	}
 	return w
-}
-
-// compositeOracle is the kernel run on a state per key that is never
-// evicted, with a kernel.CompositeHold per key handled as the kernel's doc
-// says a limiter must: the executable spec of a composite store.
-type compositeOracle struct {
-	k      *kernel.Composite
-	states map[string][]kernel.PartState
-	holds  map[string]*kernel.CompositeHold
-}
-
-func newCompositeOracle(l admit.Limits) *compositeOracle {
-	return &compositeOracle{k: kernel.NewComposite(l), states: map[string][]kernel.PartState{}, holds: map[string]*kernel.CompositeHold{}}
-}
-
-func (o *compositeOracle) key(key string) ([]kernel.PartState, *kernel.CompositeHold) {
-	if o.states[key] == nil {
-		o.states[key] = make([]kernel.PartState, o.k.Len())
-		o.holds[key] = new(kernel.CompositeHold)
-	}
-	return o.states[key], o.holds[key]
-}
-
-func (o *compositeOracle) allow(key string, now time.Duration, n int) (admit.Decision, int) {
-	s, h := o.key(key)
-	d, which := o.k.Allow(s, now, n)
-	if h.Ticket != 0 && !o.k.Observe(h, s, now) {
-		*h = kernel.CompositeHold{}
-	}
-	return d, which
-}
-
-func (o *compositeOracle) reserve(key string, now time.Duration, n int, maxWait time.Duration) (time.Duration, bool, uint64) {
-	s, h := o.key(key)
-	return o.k.ReserveHold(s, h, now, n, maxWait)
-}
-
-func (o *compositeOracle) cancel(key string, ticket uint64, now time.Duration) bool {
-	s, h := o.key(key)
-	ok, drop := o.k.CancelHold(s, h, ticket, now)
-	if drop {
-		*h = kernel.CompositeHold{}
-	}
-	return ok
-}
-
-func (o *compositeOracle) reset(key string) {
-	delete(o.states, key)
-	delete(o.holds, key)
 }
 
 // TestCompositeDifferential runs generated sequences of AllowNWhich,
@@ -191,7 +143,7 @@ func TestCompositeDifferential(t *testing.T) {
 		lim := NewLimits(limits, set)
 		keyed, isReserver := lim.(admit.KeyedReserver)
 		require.Equal(rt, reservable, isReserver)
-		want := newCompositeOracle(limits)
+		want := conformance.NewCompositeOracle(limits)
 		type made struct {
 			key    string
 			r      admit.Reservation
@@ -211,9 +163,9 @@ func TestCompositeDifferential(t *testing.T) {
 				evicted += n
 			case opReset:
 				lim.(admit.Resetter).Reset(o.key)
-				want.reset(o.key)
+				want.Reset(o.key)
 			case opReserve:
-				d, ok, ticket := want.reserve(o.key, o.at, o.n, o.maxWait)
+				d, ok, ticket := want.Reserve(o.key, o.at, o.n, o.maxWait)
 				r, gotOK := keyed.ReserveN(o.key, o.n, o.maxWait)
 				if r.Delay != d || gotOK != ok || (reservation.Ticket(r) == 0) != (ticket == 0) {
 					rt.Fatalf("%v op %d: ReserveN(t=%v, %q, %d, %v) = %v, %v, ticket %d; want %v, %v, ticket %d",
@@ -226,7 +178,7 @@ func TestCompositeDifferential(t *testing.T) {
 				if o.elsewise {
 					on = o.key
 				}
-				exp := want.cancel(on, m.ticket, o.at)
+				exp := want.Cancel(on, m.ticket, o.at)
 				if got := keyed.CancelReservation(on, m.r); got != exp {
 					rt.Fatalf("%v op %d: CancelReservation(t=%v, %q, reservation %d of %q) = %v, want %v", limits, i, o.at, on, o.which, m.key, got, exp)
 				}
@@ -234,7 +186,7 @@ func TestCompositeDifferential(t *testing.T) {
 					cancelled++
 				}
 			default:
-				expD, expW := want.allow(o.key, o.at, o.n)
+				expD, expW := want.Allow(o.key, o.at, o.n)
 				gotD, gotW := lim.AllowNWhich(o.key, o.n)
 				if gotD != expD || gotW != expW {
 					rt.Fatalf("%v op %d: AllowNWhich(t=%v, %q, %d) = %+v, %d; want %+v, %d", limits, i, o.at, o.key, o.n, gotD, gotW, expD, expW)
