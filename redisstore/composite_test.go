@@ -17,32 +17,11 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/conformance"
-	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/plumb"
 	"github.com/admit-go/admit/internal/redistest"
 	"github.com/admit-go/admit/locked"
 	"github.com/admit-go/admit/redisstore"
 )
-
-// compositeOracle is kernel.Composite with one state per key, stepped
-// sequentially: the executable specification of a composite limiter.
-type compositeOracle struct {
-	k      *kernel.Composite
-	states map[string][]kernel.PartState
-}
-
-func newCompositeOracle(limits admit.Limits) *compositeOracle {
-	return &compositeOracle{kernel.NewComposite(limits), map[string][]kernel.PartState{}}
-}
-
-func (o *compositeOracle) Allow(key string, now time.Duration, n int) (admit.Decision, int) {
-	s := o.states[key]
-	if s == nil {
-		s = make([]kernel.PartState, o.k.Len())
-		o.states[key] = s
-	}
-	return o.k.Allow(s, now, n)
-}
 
 // TestCompositeConformance runs the composite suite every local variant
 // passes against Keyed limiters of NewLimits on a real server, with the
@@ -156,7 +135,7 @@ func runCompositeDifferential(t *testing.T, c redis.Scripter) {
 		k, err := redisstore.NewKeyed(l, redisstore.Policy{Mode: redisstore.FailClosed, Timeout: time.Minute,
 			OnError: func(key string, err error) { rt.Errorf("key %q: %v", key, err) }})
 		require.NoError(rt, err)
-		want := newCompositeOracle(limits)
+		want := conformance.NewCompositeOracle(limits)
 		drawCall := func() (string, int) {
 			key := rapid.SampledFrom([]string{"a", "a", "b", "c"}).Draw(rt, "key")
 			return key, rapid.OneOf(rapid.IntRange(0, limits.Limit()), rapid.IntRange(-1, maxLimit+1)).Draw(rt, "n")
@@ -231,7 +210,7 @@ func TestCompositeLogRing(t *testing.T) {
 	fake := clock.NewFake()
 	l, err := redisstore.NewLimits(c, limits, redisstore.WithClock(fake), freshPrefix("ring"))
 	require.NoError(t, err)
-	want := newCompositeOracle(limits)
+	want := conformance.NewCompositeOracle(limits)
 	const ms = time.Millisecond
 	steps := []struct {
 		at time.Duration
@@ -272,7 +251,7 @@ func TestNewLimitsOfOneRule(t *testing.T) {
 		assert.Equal(t, rule, one.Rule(), "%v", alg)
 		assert.Equal(t, limits, one.Limits(), "%v", alg)
 		assert.Equal(t, limits, single.Limits(), "%v", alg)
-		want := newCompositeOracle(limits)
+		want := conformance.NewCompositeOracle(limits)
 		for i := range 8 {
 			fake.Advance(7 * time.Second)
 			l := single
@@ -450,7 +429,7 @@ func TestCompositeReset(t *testing.T) {
 	require.NoError(t, err)
 	l2, err := redisstore.NewLimits(other, limits, redisstore.WithClock(fake), prefix)
 	require.NoError(t, err)
-	want := newCompositeOracle(limits)
+	want := conformance.NewCompositeOracle(limits)
 	now := fake.Now()
 	step := func(i int, l *redisstore.Limiter, key string) {
 		t.Helper()
@@ -469,7 +448,7 @@ func TestCompositeReset(t *testing.T) {
 	require.False(t, d.Allowed, "the key is spent")
 
 	require.NoError(t, l.Reset(ctx, "k"))
-	want = newCompositeOracle(limits) // a fresh k
+	want = conformance.NewCompositeOracle(limits) // a fresh k
 	want.Allow("bystander", now, 1)
 	for i := range 4 {
 		step(5+i, l2, "k")
@@ -492,7 +471,7 @@ func TestCompositeExpiryIsLossless(t *testing.T) {
 		fake.Set(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start")))
 		l, err := redisstore.NewLimits(c, limits, redisstore.WithClock(fake), freshPrefix("expiry"))
 		require.NoError(rt, err)
-		want := newCompositeOracle(limits)
+		want := conformance.NewCompositeOracle(limits)
 		var windows []int64
 		for _, r := range limits.Rules() {
 			windows = append(windows, int64(r.Window))
@@ -551,7 +530,7 @@ func TestCompositeExactAtTheEdges(t *testing.T) {
 		move(rapid.OneOf(rapid.Int64Range(-redisstore.MaxReading, redisstore.MaxReading), rapid.Int64Range(-1000, 1000)).Draw(rt, "start"))
 		l, err := redisstore.NewLimits(c, limits, redisstore.WithClock(fake), freshPrefix("edge"))
 		require.NoError(rt, err)
-		want := newCompositeOracle(limits)
+		want := conformance.NewCompositeOracle(limits)
 		w := []int64{int64(a.Window), int64(b.Window)}
 		for i := range rapid.IntRange(1, 40).Draw(rt, "ops") {
 			now := int64(fake.Now())

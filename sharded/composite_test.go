@@ -12,7 +12,6 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/conformance"
-	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/mapstore"
 	"github.com/admit-go/admit/sharded"
 )
@@ -184,16 +183,12 @@ func TestLimitsAgainstKernel(t *testing.T) {
 		lim, err := sharded.NewLimits(l, opts...)
 		require.NoError(t, err)
 		cs := lim.(admit.CompositeStore)
-		k := kernel.NewComposite(l)
-		states := map[string][]kernel.PartState{}
+		oracle := conformance.NewCompositeOracle(l)
 		swept := 0
 		for i := range 3000 {
 			key := "k" + strconv.Itoa(i*7%5)
-			if states[key] == nil {
-				states[key] = make([]kernel.PartState, k.Len())
-			}
 			n := i * 13 % 6
-			want, wantWhich := k.Allow(states[key], fake.Now(), n)
+			want, wantWhich := oracle.Allow(key, fake.Now(), n)
 			got, which := cs.AllowNWhich(key, n)
 			if got != want || which != wantWhich {
 				t.Fatalf("hashed %v, call %d: AllowNWhich(t=%v, %q, %d) = %+v, %d; want %+v, %d", hashed, i, fake.Now(), key, n, got, which, want, wantWhich)
