@@ -15,6 +15,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/conformance"
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/migrate"
 )
@@ -86,14 +87,6 @@ func newMovable(t testing.TB, f moveForm, opts ...admit.Option) movable {
 	require.True(t, ok, "%v: a %T is no migrate.Store", f, lim)
 	require.Equal(t, limits, m.Limits())
 	return m
-}
-
-// migAllow is AllowNWhich for a composite, AllowN and index 0 for one rule.
-func migAllow(lim admit.KeyedLimiter, key string, n int) (admit.Decision, int) {
-	if c, ok := lim.(admit.CompositeStore); ok {
-		return c.AllowNWhich(key, n)
-	}
-	return lim.AllowN(key, n), 0
 }
 
 // keyedOf returns the keyed store under m's wrapper, as the tests reach
@@ -223,8 +216,8 @@ func TestTakePutRoundTrip(t *testing.T) {
 						moved++
 					default:
 						n := rapid.IntRange(-1, limits.Limit()+1).Draw(rt, "n")
-						expD, expW := migAllow(want, key, n)
-						gotD, gotW := migAllow(stores[where[key]], key, n)
+						expD, expW := conformance.AllowWhich(want, key, n)
+						gotD, gotW := conformance.AllowWhich(stores[where[key]], key, n)
 						if gotD != expD || gotW != expW {
 							rt.Fatalf("op %d: AllowNWhich(t=%v, %q, %d) = %+v, %d; want %+v, %d", i, fake.Now(), key, n, gotD, gotW, expD, expW)
 						}
@@ -271,7 +264,7 @@ func TestPutPastHorizon(t *testing.T) {
 			assert.Equal(t, 1, keyedOf(lim).heldRecords(), "%v: the state is held, in a record", f)
 		}
 		for n := range 4 {
-			got, _ := migAllow(lim, "k", n)
+			got, _ := conformance.AllowWhich(lim, "k", n)
 			want, _ := k.Allow(s, fake.Now(), n)
 			assert.Equal(t, want, got, "%v: AllowN(k, %d)", f, n)
 		}
@@ -281,77 +274,6 @@ func TestPutPastHorizon(t *testing.T) {
 		assert.Zero(t, keyedOf(lim).heldRecords(), "%v: Take drops the record", f)
 		assert.Zero(t, lim.Len(), f)
 	}
-}
-
-// migration moves keys from stores[0] to stores[1] as a policy.Service's
-// Reload does (docs/design.md, "How a key moves"), with cur standing for
-// the Service's snapshot: the index of the store a call made now goes to.
-type migration struct {
-	stores [2]movable
-	cur    satomic.Int32
-	mu     sync.Mutex         // the Service's migration mutex, taken before any store's lock
-	buf    []kernel.PartState // guarded by mu
-	lose   bool               // a broken move: the state is lost, the key put fresh
-
-	redirected satomic.Int64 // calls Redirect decided
-}
-
-func newMigration(from, to movable) *migration {
-	m := &migration{stores: [2]movable{from, to}, buf: make([]kernel.PartState, from.Limits().Len())}
-	for i := range m.stores {
-		m.stores[i].SetHooks(m.hooks(i, false))
-	}
-	return m
-}
-
-// hooks are store i's: Keep while the snapshot names it, Redirect to the
-// store the snapshot names, and with adopt, Adopt by carrying.
-func (m *migration) hooks(i int, adopt bool) *migrate.Hooks {
-	h := &migrate.Hooks{
-		Keep: func(string) bool { return m.cur.Load() == int32(i) },
-		Redirect: func(key string, n int) (admit.Decision, int) {
-			m.redirected.Add(1)
-			return migAllow(m.stores[m.cur.Load()], key, n)
-		},
-	}
-	if adopt {
-		h.Adopt = func(key string) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.carry(key)
-		}
-	}
-	return h
-}
-
-// carry moves key from stores[0] to stores[1] if stores[0] holds it. It
-// requires that m.mu is held.
-func (m *migration) carry(key string) {
-	if !m.stores[0].Take(key, m.buf) {
-		return
-	}
-	if m.lose {
-		clear(m.buf)
-	}
-	m.stores[1].Put(key, m.buf)
-}
-
-// move is the Reload: Adopt on the receiving store, the snapshot
-// published, every key carried, Adopt removed. A lazy move carries no key
-// and leaves Adopt in place: keys move only when a call finds them missing
-// in the receiving store.
-func (m *migration) move(lazy bool, keys ...string) {
-	m.stores[1].SetHooks(m.hooks(1, true))
-	m.cur.Store(1)
-	if lazy {
-		return
-	}
-	m.mu.Lock()
-	for _, k := range keys {
-		m.carry(k)
-	}
-	m.mu.Unlock()
-	m.stores[1].SetHooks(m.hooks(1, false))
 }
 
 // hammerForms are the forms TestMigrateHammer runs over: Limits of a few
@@ -389,9 +311,10 @@ var hammerForms = []moveForm{
 func hammerMove(t *testing.T, f moveForm, lazy, paused bool, goroutines int, lose bool) (admitted, redirected int64) {
 	const key, moveAt = "k", 20
 	fake := clock.NewFake()
-	m := newMigration(newMovable(t, f, admit.WithClock(fake), admit.WithShards(4)), newMovable(t, f, admit.WithClock(fake), admit.WithShards(4)))
-	m.lose = lose
-	limit := m.stores[0].Limits().Limit()
+	from, to := newMovable(t, f, admit.WithClock(fake), admit.WithShards(4)), newMovable(t, f, admit.WithClock(fake), admit.WithShards(4))
+	m := conformance.NewMigration(from, to)
+	m.Lose = lose
+	limit := from.Limits().Limit()
 	var total satomic.Int64
 	count := func(d admit.Decision) {
 		if d.Allowed {
@@ -400,9 +323,9 @@ func hammerMove(t *testing.T, f moveForm, lazy, paused bool, goroutines int, los
 	}
 	start, done := make(chan struct{}), make(chan struct{})
 	move := func() {
-		m.move(lazy, key)
+		m.Move(lazy, key)
 		if lazy && paused {
-			count(m.stores[1].Allow(key)) // Adopt takes the key under the paused call
+			count(to.Allow(key)) // Adopt takes the key under the paused call
 		}
 		close(done)
 	}
@@ -420,9 +343,9 @@ func hammerMove(t *testing.T, f moveForm, lazy, paused bool, goroutines int, los
 				attempts = limit + moveAt
 			}
 			for a := range attempts {
-				lim := m.stores[0]
+				var lim admit.KeyedLimiter = from
 				if g%2 == 1 || (g == 0 && lazy && !paused && a == moveAt) {
-					lim = m.stores[m.cur.Load()]
+					lim = m.Current()
 				}
 				count(lim.Allow(key))
 				if g != 0 {
@@ -430,7 +353,7 @@ func hammerMove(t *testing.T, f moveForm, lazy, paused bool, goroutines int, los
 				}
 				switch {
 				case a == moveAt-1 && paused:
-					keyedOf(m.stores[0]).setPause(move)
+					keyedOf(from).setPause(move)
 					start <- struct{}{}
 				case a == moveAt-1:
 					close(start)
@@ -442,9 +365,9 @@ func hammerMove(t *testing.T, f moveForm, lazy, paused bool, goroutines int, los
 		})
 	}
 	wg.Wait()
-	assert.Zero(t, m.stores[0].Len(), "the old store holds no key")
-	assert.Equal(t, 1, m.stores[1].Len(), "the new store holds the key")
-	return total.Load(), m.redirected.Load()
+	assert.Zero(t, from.Len(), "the old store holds no key")
+	assert.Equal(t, 1, to.Len(), "the new store holds the key")
+	return total.Load(), m.Redirected()
 }
 
 // TestMigrateHammer: goroutines admit on one key while it moves from one
@@ -507,7 +430,7 @@ func TestTakeFreezes(t *testing.T) {
 			Keep: func(string) bool { return !moved.Load() },
 			Redirect: func(key string, n int) (admit.Decision, int) {
 				redirects++
-				return migAllow(b, key, n)
+				return conformance.AllowWhich(b, key, n)
 			},
 		})
 		keyedOf(a).setPause(func() {
@@ -515,7 +438,7 @@ func TestTakeFreezes(t *testing.T) {
 			require.True(t, a.Take("k", taken))
 			require.True(t, b.Put("k", taken))
 		})
-		d, _ := migAllow(a, "k", 1)
+		d, _ := conformance.AllowWhich(a, "k", 1)
 		assert.Equal(t, 1, redirects, "%v: the paused call was redirected", f)
 		assert.Equal(t, limits.Limit()-2, d.Remaining, "%v: decided in the store the key moved to, on the state taken", f)
 		assert.Zero(t, a.Len(), f)
@@ -554,7 +477,7 @@ func TestKeepRedirects(t *testing.T) {
 		s := make([]kernel.PartState, limits.Len())
 		model.Allow(s, 0, 1)
 		wantD, wantW := model.Allow(s, 0, 1)
-		d, w := migAllow(lim, "held", 1)
+		d, w := conformance.AllowWhich(lim, "held", 1)
 		assert.Equal(t, wantD, d, "%v: the stored key decides in the store", f)
 		if limits.Len() > 1 {
 			assert.Equal(t, wantW, w, f)
@@ -563,7 +486,7 @@ func TestKeepRedirects(t *testing.T) {
 
 		keep = false
 		for _, n := range []int{1, 0, -1, limits.Limit() + 1} {
-			d, w := migAllow(lim, "moved", n)
+			d, w := conformance.AllowWhich(lim, "moved", n)
 			assert.Equal(t, redirect, d, "%v: AllowNWhich(moved, %d)", f, n)
 			if limits.Len() > 1 {
 				assert.Equal(t, which, w, "%v: AllowNWhich(moved, %d)'s index is Redirect's", f, n)
@@ -576,14 +499,14 @@ func TestKeepRedirects(t *testing.T) {
 		assert.Equal(t, 1, lim.Len(), "%v: nothing stored", f)
 
 		keep = true
-		d, _ = migAllow(lim, "new", 1)
+		d, _ = conformance.AllowWhich(lim, "new", 1)
 		assert.Equal(t, limits.Limit()-1, d.Remaining, "%v: a kept key is inserted as usual", f)
 		assert.Equal(t, 2, lim.Len(), f)
 		lim.SetHooks(&migrate.Hooks{Keep: func(string) bool { return false }})
-		d, _ = migAllow(lim, "other", 1)
+		d, _ = conformance.AllowWhich(lim, "other", 1)
 		assert.Equal(t, limits.Limit()-1, d.Remaining, "%v: a Keep without a Redirect keeps the key", f)
 		lim.SetHooks(nil)
-		d, _ = migAllow(lim, "last", 1)
+		d, _ = conformance.AllowWhich(lim, "last", 1)
 		assert.Equal(t, limits.Limit()-1, d.Remaining, "%v: no hooks", f)
 		assert.Len(t, redirects, 6, f)
 	}
@@ -665,17 +588,17 @@ func TestKeepOrderedWithTake(t *testing.T) {
 			},
 			Redirect: func(string, int) (admit.Decision, int) { panic("kept") },
 		})
-		d, _ := migAllow(lim, "k", 1)
+		d, _ := conformance.AllowWhich(lim, "k", 1)
 		require.True(t, d.Allowed, f)
 		assert.True(t, <-took, "%v: the Take that waited for the insertion takes the key", f)
 		moved := newMovable(t, f, admit.WithClock(fake))
 		require.True(t, moved.Put("k", into))
-		inTaken, _ := migAllow(moved, "k", 0)
+		inTaken, _ := conformance.AllowWhich(moved, "k", 0)
 		if lim.Len() == 0 {
 			assert.Equal(t, limits.Limit()-1, inTaken.Remaining, "%v: the admission is in the state taken", f)
 			continue
 		}
-		inStore, _ := migAllow(lim, "k", 0)
+		inStore, _ := conformance.AllowWhich(lim, "k", 0)
 		assert.Equal(t, limits.Limit(), inTaken.Remaining, "%v: the state taken is fresh", f)
 		assert.Equal(t, limits.Limit()-1, inStore.Remaining, "%v: the admission is in the store", f)
 	}
@@ -707,14 +630,14 @@ func TestAdopt(t *testing.T) {
 			Keep:     func(string) bool { keeps++; return true },
 			Redirect: func(string, int) (admit.Decision, int) { panic("kept") },
 		})
-		d, _ := migAllow(lim, "k", 1)
+		d, _ := conformance.AllowWhich(lim, "k", 1)
 		assert.False(t, d.Allowed, "%v: the adopted key is spent", f)
 		assert.Equal(t, []string{"k"}, adopted)
 		assert.Zero(t, keeps, "%v: a key Adopt put asks no Keep", f)
-		migAllow(lim, "k", 1)
+		conformance.AllowWhich(lim, "k", 1)
 		assert.Len(t, adopted, 1, "%v: a stored key asks no hook", f)
 
-		d, _ = migAllow(lim, "new", 1)
+		d, _ = conformance.AllowWhich(lim, "new", 1)
 		assert.True(t, d.Allowed, "%v: nothing to adopt: a new key", f)
 		assert.Equal(t, []string{"k", "new"}, adopted)
 		assert.Equal(t, 1, keeps)
@@ -826,7 +749,7 @@ func TestTakeDropsHold(t *testing.T) {
 		assert.False(t, res.CancelReservation("k", r), "%v: the hold went with Take", f)
 		require.True(t, b.Put("k", into))
 		assert.False(t, b.(admit.KeyedReserver).CancelReservation("k", r), "%v: not in the store the key moved to", f)
-		d, _ := migAllow(b, "k", 1)
+		d, _ := conformance.AllowWhich(b, "k", 1)
 		assert.False(t, d.Allowed, "%v: the reservation's tokens are still taken", f)
 		assert.Greater(t, d.RetryAfter, r.Delay, "%v: the next token is due after the reservation's", f)
 		require.True(t, b.Take("k", into))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/conformance"
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/migrate"
 	"github.com/admit-go/admit/internal/plumb"
@@ -56,15 +57,6 @@ func newMovable(t testing.TB, limits admit.Limits, set plumb.Settings) movable {
 	require.True(t, ok, "%v: a %T is no migrate.Store", limits, lim)
 	require.Equal(t, limits, m.Limits())
 	return m
-}
-
-// allowWhich is AllowNWhich for a composite, AllowN and index 0 for one
-// rule.
-func allowWhich(lim admit.KeyedLimiter, key string, n int) (admit.Decision, int) {
-	if c, ok := lim.(admit.CompositeStore); ok {
-		return c.AllowNWhich(key, n)
-	}
-	return lim.AllowN(key, n), 0
 }
 
 // TestTakePutRoundTrip runs generated calls on a few keys, with the clock
@@ -115,8 +107,8 @@ func TestTakePutRoundTrip(t *testing.T) {
 				moved++
 			default:
 				n := rapid.IntRange(-1, limits.Limit()+1).Draw(rt, "n")
-				expD, expW := allowWhich(want, key, n)
-				gotD, gotW := allowWhich(stores[where[key]], key, n)
+				expD, expW := conformance.AllowWhich(want, key, n)
+				gotD, gotW := conformance.AllowWhich(stores[where[key]], key, n)
 				if gotD != expD || gotW != expW {
 					rt.Fatalf("%v op %d: AllowNWhich(t=%v, %q, %d) = %+v, %d; want %+v, %d", limits, i, fake.Now(), key, n, gotD, gotW, expD, expW)
 				}
@@ -169,77 +161,6 @@ var hammerTexts = []string{
 	"fixed-window,300,1s + sliding-log,200,2s + sliding-counter,250,3s",
 }
 
-// migration moves keys from stores[0] to stores[1] as a policy.Service's
-// Reload does (docs/design.md, "How a key moves"), with cur standing for
-// the Service's snapshot: the index of the store a call made now goes to.
-type migration struct {
-	stores [2]movable
-	cur    atomic.Int32
-	mu     sync.Mutex         // the Service's migration mutex, taken before any store's lock
-	buf    []kernel.PartState // guarded by mu
-	lose   bool               // a broken move: the state is lost, the key put fresh
-
-	redirected atomic.Int64 // calls Redirect decided
-}
-
-func newMigration(from, to movable) *migration {
-	m := &migration{stores: [2]movable{from, to}, buf: make([]kernel.PartState, from.Limits().Len())}
-	for i := range m.stores {
-		m.stores[i].SetHooks(m.hooks(i, false))
-	}
-	return m
-}
-
-// hooks are store i's: Keep while the snapshot names it, Redirect to the
-// store the snapshot names, and with adopt, Adopt by carrying.
-func (m *migration) hooks(i int, adopt bool) *migrate.Hooks {
-	h := &migrate.Hooks{
-		Keep: func(string) bool { return m.cur.Load() == int32(i) },
-		Redirect: func(key string, n int) (admit.Decision, int) {
-			m.redirected.Add(1)
-			return allowWhich(m.stores[m.cur.Load()], key, n)
-		},
-	}
-	if adopt {
-		h.Adopt = func(key string) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.carry(key)
-		}
-	}
-	return h
-}
-
-// carry moves key from stores[0] to stores[1] if stores[0] holds it. It
-// requires that m.mu is held.
-func (m *migration) carry(key string) {
-	if !m.stores[0].Take(key, m.buf) {
-		return
-	}
-	if m.lose {
-		clear(m.buf)
-	}
-	m.stores[1].Put(key, m.buf)
-}
-
-// move is the Reload: Adopt on the receiving store, the snapshot
-// published, every key carried, Adopt removed. A lazy move carries no key
-// and leaves Adopt in place: keys move only when a call finds them missing
-// in the receiving store.
-func (m *migration) move(lazy bool, keys ...string) {
-	m.stores[1].SetHooks(m.hooks(1, true))
-	m.cur.Store(1)
-	if lazy {
-		return
-	}
-	m.mu.Lock()
-	for _, k := range keys {
-		m.carry(k)
-	}
-	m.mu.Unlock()
-	m.stores[1].SetHooks(m.hooks(1, false))
-}
-
 // hammerMove runs goroutines that admit one request at a time on one key
 // while the key moves from one store of limits to another (a migration),
 // with the clock frozen, and returns the admissions of both stores
@@ -256,14 +177,15 @@ func (m *migration) move(lazy bool, keys ...string) {
 func hammerMove(t *testing.T, limits admit.Limits, hashed, lazy bool, goroutines int, lose bool) (admitted, redirected int64) {
 	const key, moveAt = "k", 20
 	set := plumb.Settings{Clock: clock.NewFake(), Shards: 4, HashedKeys: hashed}
-	m := newMigration(newMovable(t, limits, set), newMovable(t, limits, set))
-	m.lose = lose
+	from, to := newMovable(t, limits, set), newMovable(t, limits, set)
+	m := conformance.NewMigration(from, to)
+	m.Lose = lose
 	limit := limits.Limit()
 	var total atomic.Int64
 	start, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		<-start
-		m.move(lazy, key)
+		m.Move(lazy, key)
 		close(done)
 	}()
 	var wg sync.WaitGroup
@@ -276,9 +198,9 @@ func hammerMove(t *testing.T, limits admit.Limits, hashed, lazy bool, goroutines
 				attempts = limit + moveAt
 			}
 			for a := range attempts {
-				lim := m.stores[0]
+				var lim admit.KeyedLimiter = from
 				if g%2 == 1 || (g == 0 && lazy && a == moveAt) {
-					lim = m.stores[m.cur.Load()]
+					lim = m.Current()
 				}
 				if lim.Allow(key).Allowed {
 					total.Add(1)
@@ -291,9 +213,9 @@ func hammerMove(t *testing.T, limits admit.Limits, hashed, lazy bool, goroutines
 		}()
 	}
 	wg.Wait()
-	assert.Zero(t, m.stores[0].Len(), "the old store holds no key")
-	assert.Equal(t, 1, m.stores[1].Len(), "the new store holds the key")
-	return total.Load(), m.redirected.Load()
+	assert.Zero(t, from.Len(), "the old store holds no key")
+	assert.Equal(t, 1, to.Len(), "the new store holds the key")
+	return total.Load(), m.Redirected()
 }
 
 // TestMigrateHammer: goroutines admit on one key while it moves from one
@@ -377,14 +299,14 @@ func TestKeepRedirects(t *testing.T) {
 					return redirect, which
 				},
 			})
-			d, w := allowWhich(lim, "held", 1)
+			d, w := conformance.AllowWhich(lim, "held", 1)
 			assert.Equal(t, limits.Limit()-2, d.Remaining, "%s: the stored key decides in the store", text)
 			assert.Zero(t, w)
 			assert.Empty(t, keeps, "%s: a stored key asks no hook", text)
 
 			keep = false
 			for _, n := range []int{1, 0, -1, limits.Limit() + 1} {
-				d, w := allowWhich(lim, "moved", n)
+				d, w := conformance.AllowWhich(lim, "moved", n)
 				assert.Equal(t, redirect, d, "%s: AllowNWhich(moved, %d)", text, n)
 				if limits.Len() > 1 {
 					assert.Equal(t, which, w, "%s: AllowNWhich(moved, %d)'s index is Redirect's", text, n)
@@ -396,14 +318,14 @@ func TestKeepRedirects(t *testing.T) {
 			assert.Equal(t, 1, lim.Len(), "%s: nothing stored", text)
 
 			keep = true
-			d, _ = allowWhich(lim, "new", 1)
+			d, _ = conformance.AllowWhich(lim, "new", 1)
 			assert.Equal(t, limits.Limit()-1, d.Remaining, "%s: a kept key is inserted as usual", text)
 			assert.Equal(t, 2, lim.Len(), text)
 			lim.SetHooks(&migrate.Hooks{Keep: func(string) bool { return false }})
-			d, _ = allowWhich(lim, "other", 1)
+			d, _ = conformance.AllowWhich(lim, "other", 1)
 			assert.Equal(t, limits.Limit()-1, d.Remaining, "%s: a Keep without a Redirect keeps the key", text)
 			lim.SetHooks(nil)
-			d, _ = allowWhich(lim, "last", 1)
+			d, _ = conformance.AllowWhich(lim, "last", 1)
 			assert.Equal(t, limits.Limit()-1, d.Remaining, "%s: no hooks", text)
 			assert.Len(t, redirects, 5, text)
 		}
@@ -477,14 +399,14 @@ func TestAdopt(t *testing.T) {
 				Keep:     func(string) bool { keeps++; return true },
 				Redirect: func(string, int) (admit.Decision, int) { panic("kept") },
 			})
-			d, _ := allowWhich(lim, "k", 1)
+			d, _ := conformance.AllowWhich(lim, "k", 1)
 			assert.False(t, d.Allowed, "%s, hashed %v: the adopted key is spent", text, hashed)
 			assert.Equal(t, []string{"k"}, adopted)
 			assert.Zero(t, keeps, "%s: a key Adopt put asks no Keep", text)
-			allowWhich(lim, "k", 1)
+			conformance.AllowWhich(lim, "k", 1)
 			assert.Len(t, adopted, 1, "%s: a stored key asks no hook", text)
 
-			d, _ = allowWhich(lim, "new", 1)
+			d, _ = conformance.AllowWhich(lim, "new", 1)
 			assert.True(t, d.Allowed, "%s: nothing to adopt: a new key", text)
 			assert.Equal(t, []string{"k", "new"}, adopted)
 			assert.Equal(t, 1, keeps)
@@ -577,7 +499,7 @@ func TestTakeDropsHold(t *testing.T) {
 			assert.False(t, res.CancelReservation("k", r), "%s, hashed %v: the hold went with Take", text, hashed)
 			require.True(t, b.Put("k", into))
 			assert.False(t, b.(admit.KeyedReserver).CancelReservation("k", r), "%s: not in the store the key moved to", text)
-			d, _ := allowWhich(b, "k", 1)
+			d, _ := conformance.AllowWhich(b, "k", 1)
 			assert.False(t, d.Allowed, "%s: the reservation's tokens are still taken", text)
 			assert.Greater(t, d.RetryAfter, r.Delay, "%s: the next token is due after the reservation's", text)
 			require.True(t, b.Take("k", into))
