@@ -1,8 +1,9 @@
 // Package redisstore keeps admit's limiters in Redis, so that every process
 // using the same server shares one budget per key.
 //
-// Each decision is one round trip: one Lua script per algorithm (EVALSHA,
-// reloaded with EVAL when the server answers NOSCRIPT) reads the key's state,
+// Each decision is one round trip: one Lua script per rule or composite
+// (put together from one function per algorithm; EVALSHA, reloaded with
+// EVAL when the server answers NOSCRIPT) reads the key's state,
 // decides exactly as the local kernels do, and writes the new state with a
 // time to live equal to its time until fresh (rounded up to the millisecond,
 // plus 100 ms): Redis memory is bounded by the keys active within their
