@@ -38,13 +38,14 @@ import (
 // use, holding one state per user. An API costs one keyed limiter: about 3.9
 // KiB with the default, sharded, at GOMAXPROCS=2 (it grows with GOMAXPROCS,
 // through its padded shards); a pair costs its user name's copy, its state
-// and its share of the keyed limiter: with 12-byte names about 51 bytes for a
-// token bucket, 68 for a fixed window, 79 for a sliding counter, about 100
-// bytes plus 8 per unit of Limit for a sliding log, and about 115 bytes for a
-// composite of a token bucket and a fixed window, whose pair holds both
-// states (measured by BenchmarkPairBytes). The limiters drop idle pairs as they go (a pair whose
-// state equals a fresh one's, so no decision changes), but a limiter, once
-// built for an API, stays. API names come from requests: pass
+// and its share of the keyed limiter: with 12-byte names about 39 bytes for
+// a token bucket, a fixed window or a packed sliding counter (a slot of
+// sharded's table, the name inline), about 100 bytes plus 8 per unit of
+// Limit for a sliding log, and about 115 bytes for a composite of a token
+// bucket and a fixed window, whose pair holds both states (measured by
+// BenchmarkPairBytes). The limiters drop idle pairs as they go (a pair
+// whose state equals a fresh one's, so no decision changes), but a limiter,
+// once built for an API, stays. API names come from requests: pass
 // the route ("/users/{id}"), not the raw path, or every distinct path that
 // reaches Check costs a limiter, and keep names that are not routes away from
 // Check. See docs/configuration.md.
@@ -464,8 +465,9 @@ func (s *Service) Book() *Book { return s.cur.Load().book }
 // go on meanwhile, and a Check racing the move is counted once, under the
 // old limits before the move or under the new ones after it. (A pair that
 // still has a state under the new limits, kept from before an earlier
-// Reload with CarryNothing, resumes that state instead.) The cost: Reload visits every user of every (limits, API)
-// limiter that may hold a pair whose limits change. Carrying needs, on
+// Reload with CarryNothing, resumes that state instead.) The cost: Reload
+// visits every user of every (limits, API) limiter that may hold a pair
+// whose limits change. Carrying needs, on
 // both sides of such a pair, limiters that can hand over and take their
 // users' states (docs/configuration.md, "Changing limits", lists them: not
 // a factory's of your own, nor a store of hashed keys, which cannot list
