@@ -1,7 +1,8 @@
 // Package evict holds what the three keyed stores (locked, sharded, atomic)
 // share about idle-key eviction: its tuning, the reading a sweep judges
-// idleness at, the padded key counter behind admit.WithMaxKeys, and the
-// full-store policy. Each store keeps only how it scans its own shards.
+// idleness at, the padded counter behind admit.WithMaxKeys and
+// admit.StoreStats, and the full-store policy. Each store keeps only how it
+// scans its own shards.
 // docs/keyed-stores.md documents the values and the argument.
 package evict
 
@@ -9,6 +10,7 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/layout"
@@ -79,14 +81,27 @@ func AddSat(a, b time.Duration) time.Duration {
 	return a + b
 }
 
-// Counter holds the words only insertions write, on a 128-byte stretch of
-// their own, so that insertions do not slow down the reads of a store's
-// other fields. Its zero value counts no key.
+// counterFields mirrors the fields of Counter; TestCounterLayout pins the
+// two.
+type counterFields struct {
+	n         atomic.Int64
+	evictions atomic.Uint64
+	denials   atomic.Uint64
+	cursor    atomic.Uint32
+}
+
+// Counter holds the words only insertions and evictions write, on a
+// 128-byte stretch of their own, so that they do not slow down the reads of
+// a store's other fields: the key count behind admit.WithMaxKeys, the
+// counts a store's Stats reports (admit.StoreStats), and MakeRoom's cursor.
+// A call on a stored key writes none of them. Its zero value counts no key.
 type Counter struct {
-	_      [layout.CacheLinePad]byte
-	n      atomic.Int64  // keys stored, kept only when the store is bounded
-	cursor atomic.Uint32 // where MakeRoom starts visiting other shards
-	_      [layout.CacheLinePad - 12]byte
+	_         [layout.CacheLinePad]byte
+	n         atomic.Int64  // keys stored, kept only when the store is bounded
+	evictions atomic.Uint64 // keys evicted since the store was built (Evicted)
+	denials   atomic.Uint64 // new keys denied for want of room (Denied)
+	cursor    atomic.Uint32 // where MakeRoom starts visiting other shards
+	_         [layout.CacheLinePad - unsafe.Sizeof(counterFields{})]byte
 }
 
 // Reserve counts one more key if fewer than max are counted.
@@ -104,6 +119,35 @@ func (c *Counter) Reserve(max int64) bool {
 
 // Release uncounts n keys.
 func (c *Counter) Release(n int) { c.n.Add(-int64(n)) }
+
+// Evicted counts n keys evicted as idle: by an insertion's sweep, a Sweep,
+// or the full-store policy's scans. A store calls it where it evicts, never
+// for a key that Reset forgets or that a Take moves out. It writes nothing
+// when n is 0.
+func (c *Counter) Evicted(n int) {
+	if n > 0 {
+		c.evictions.Add(uint64(n))
+	}
+}
+
+// Denied counts one request for a new key denied because the store was full
+// and no room could be made (MakeRoom returned false). A store calls it
+// where it answers such a request, not where a migration stores a key
+// beyond the bound.
+func (c *Counter) Denied() { c.denials.Add(1) }
+
+// Stats returns the statistics of a store that holds keys keys now (its
+// Len) and is bounded to max keys (0: no bound). The counts are read one
+// after the other, each atomically: under concurrent insertions they may
+// not all be of one instant.
+func (c *Counter) Stats(keys int, max int64) admit.StoreStats {
+	return admit.StoreStats{
+		Keys:        keys,
+		MaxKeys:     int(max),
+		Evictions:   c.evictions.Load(),
+		FullDenials: c.denials.Load(),
+	}
+}
 
 // MakeRoom is the full-store policy, for a new key that would pass in a
 // store holding its maximum of keys. It evicts the idle keys among up to

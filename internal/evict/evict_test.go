@@ -1,26 +1,57 @@
 package evict
 
 import (
-	"github.com/admit-go/admit/internal/layout"
 	"math"
 	"slices"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/layout"
 )
 
-// TestCounterLayout pins the padding: the two words insertions write sit on a
-// 128-byte stretch of their own.
+// TestCounterLayout pins the padding: the words insertions and evictions
+// write sit on a 128-byte stretch of their own, in the order of
+// counterFields.
 func TestCounterLayout(t *testing.T) {
 	var c Counter
-	if off := unsafe.Offsetof(c.n); off != layout.CacheLinePad {
-		t.Errorf("Counter.n is at offset %d, want %d", off, layout.CacheLinePad)
-	}
-	if off := unsafe.Offsetof(c.cursor); off != layout.CacheLinePad+8 {
-		t.Errorf("Counter.cursor is at offset %d, want %d, next to n", off, layout.CacheLinePad+8)
+	var f counterFields
+	for _, w := range []struct {
+		name     string
+		off, was uintptr
+	}{
+		{"n", unsafe.Offsetof(c.n), unsafe.Offsetof(f.n)},
+		{"evictions", unsafe.Offsetof(c.evictions), unsafe.Offsetof(f.evictions)},
+		{"denials", unsafe.Offsetof(c.denials), unsafe.Offsetof(f.denials)},
+		{"cursor", unsafe.Offsetof(c.cursor), unsafe.Offsetof(f.cursor)},
+	} {
+		if w.off != layout.CacheLinePad+w.was {
+			t.Errorf("Counter.%s is at offset %d, want %d", w.name, w.off, layout.CacheLinePad+w.was)
+		}
 	}
 	if size := unsafe.Sizeof(c); size != 2*layout.CacheLinePad {
 		t.Errorf("Counter is %d bytes, want %d", size, 2*layout.CacheLinePad)
+	}
+}
+
+// TestCounterStats: Stats reports the keys and bound it is given and the
+// evictions and denials counted; Release, Reserve and Evicted(0) count
+// neither.
+func TestCounterStats(t *testing.T) {
+	var c Counter
+	c.Reserve(4)
+	c.Reserve(4)
+	c.Release(1)
+	c.Evicted(0)
+	if got, want := c.Stats(1, 4), (admit.StoreStats{Keys: 1, MaxKeys: 4}); got != want {
+		t.Errorf("Stats after Reserve, Release, Evicted(0) = %+v, want %+v", got, want)
+	}
+	c.Evicted(3)
+	c.Evicted(2)
+	c.Denied()
+	if got, want := c.Stats(7, 0), (admit.StoreStats{Keys: 7, Evictions: 5, FullDenials: 1}); got != want {
+		t.Errorf("Stats after Evicted(3), Evicted(2), Denied() = %+v, want %+v", got, want)
 	}
 }
 
