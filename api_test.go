@@ -18,7 +18,7 @@ var updateAPI = flag.Bool("update", false, "TestAPI: rewrite testdata/api/*.txt 
 
 // apiPackages are the packages whose exported API TestAPI pins, by
 // directory. redisstore is a module of its own, with its own list.
-var apiPackages = []string{".", "clock", "atomic", "locked", "sharded", "policy", "httplimit"}
+var apiPackages = []string{".", "clock", "atomic", "locked", "sharded", "policy", "httplimit", "tally"}
 
 // TestAPI compares the exported API of every package (its exported
 // declarations, without their comments) with testdata/api/<package>.txt, so

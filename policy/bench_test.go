@@ -8,6 +8,8 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/tally"
 )
 
 // benchBook gives every source of rule a limit so large that the benchmark
@@ -133,4 +135,44 @@ func liveHeap() int64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
+}
+
+// BenchmarkCheckObserved measures Service.Check from every goroutine of
+// -cpu at once over 1,000 existing users of one API, with no observer, with
+// a tally (observer=tally) and with a timed tally (observer=tally-timed).
+func BenchmarkCheckObserved(b *testing.B) {
+	for _, name := range []string{"none", "tally", "tally-timed"} {
+		b.Run("observer="+name, func(b *testing.B) {
+			opts := []admit.Option{admit.WithClock(clock.System())}
+			switch name {
+			case "tally":
+				opts = append(opts, policy.WithObserver(newTallyB(b)))
+			case "tally-timed":
+				opts = append(opts, policy.WithObserver(newTallyB(b, tally.WithLatency())))
+			}
+			s := service(b, parse(b, benchBook), opts...)
+			users := make([]string, 1000)
+			for i := range users {
+				users[i] = "alice-" + strconv.Itoa(i)
+				s.Check(users[i], "/orders")
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					s.Check(users[i%len(users)], "/orders")
+					i++
+				}
+			})
+		})
+	}
+}
+
+func newTallyB(b *testing.B, opts ...tally.Option) *tally.Tally {
+	t, err := tally.New(opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return t
 }

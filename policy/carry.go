@@ -111,7 +111,7 @@ func protocolOf(lim admit.KeyedLimiter) protocol {
 // Adopt too while a Reload's keys are moving (a limiter built during the
 // window keeps its Adopt after it, which then finds no Reload and returns).
 func (s *Service) newAPILimiter(g *group, api string, lim admit.KeyedLimiter, which whicher) *apiLimiter {
-	a := &apiLimiter{lim: lim, which: which, g: g, api: api}
+	a := &apiLimiter{lim: lim, which: which, g: g, api: api, obs: s.obs}
 	m, ok := lim.(migrate.Store)
 	if !ok {
 		return a

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
@@ -65,6 +66,9 @@ type Service struct {
 	// moving is the Reload whose keys are moving (nil outside a Reload's
 	// migration window).
 	moving atomic.Pointer[migration]
+
+	// obs is WithObserver's observer, or nil.
+	obs admit.Observer
 }
 
 // builder makes the keyed limiters of a Service. It is immutable after
@@ -118,6 +122,33 @@ func WithLimitsFactory(f LimitsFactory) admit.Option {
 			return fmt.Errorf("%w: WithLimitsFactory(nil); pass a variant's NewLimits, such as sharded.NewLimits or locked.NewLimits", admit.ErrInvalidOption)
 		}
 		s.LimitsFactory = f
+		return nil
+	}).(admit.Option)
+}
+
+// WithObserver makes [NewService] report the Service's decisions to o: for
+// each (limits, API) limiter and each scope of entry that decides through
+// it, o.Instrument is called once, with Labels{Source: "policy", Name: the
+// API, Scope: "default", "api" or "user", Limits: the limits, Store: the
+// limiter when it reports [admit.StoreStats]}, and every Check observes
+// Admitted or Denied on that instrument (with its latency when the
+// instrument is Timed). A Reload resolves the instruments of the limiters
+// it builds; limiters it keeps keep theirs. No user name ever reaches o.
+//
+// Without an observer a Check pays one nil check for it; with one, no
+// allocation and no map lookup: the instrument is held by the (limits, API)
+// limiter, resolved when the limiter is built for its first scope and when
+// another scope first decides through it. The series o sees are bounded by
+// the limiters built times three scopes: the APIs that reached Check (pass
+// routes, not raw paths; see [Service]) times the limits of the book. It is
+// an option of NewService only: the variants' constructors refuse it with
+// an error wrapping [admit.ErrUnsupported].
+func WithObserver(o admit.Observer) admit.Option {
+	return plumb.NewOption(func(s *plumb.Settings) error {
+		if o == nil {
+			return fmt.Errorf("%w: WithObserver(nil); pass an admit.Observer, such as a *tally.Tally", admit.ErrInvalidOption)
+		}
+		s.Observer = o
 		return nil
 	}).(admit.Option)
 }
@@ -216,6 +247,88 @@ type apiLimiter struct {
 	api   string  // the API the limiter serves
 	mig   migrate.Store
 	hooks [2]*migrate.Hooks // mig's hooks: Keep and Redirect; with Adopt too (carry.go)
+
+	// obs is the Service's observer, or nil; insts holds the instrument
+	// resolved for each scope that has decided through the limiter (nil
+	// until then), indexed by Scope.
+	obs   admit.Observer
+	insts [User + 1]atomic.Pointer[instrument]
+}
+
+// instrument is an observer's instrument for one scope of an apiLimiter.
+type instrument struct {
+	in    admit.Instrument // nil: the observer counts nothing for these labels
+	timed bool
+}
+
+// instrument returns the limiter's instrument for scope, resolving it on
+// the first call for the scope. Two callers racing to resolve it may both
+// call the observer (which returns the same series for the same labels);
+// one result is kept.
+func (a *apiLimiter) instrument(sc Scope) *instrument {
+	if in := a.insts[sc].Load(); in != nil {
+		return in
+	}
+	l := admit.Labels{Source: "policy", Name: a.api, Scope: sc.String(), Limits: a.g.limits}
+	if st, ok := a.lim.(admit.StatsReporter); ok {
+		l.Store = st
+	}
+	in := &instrument{in: a.obs.Instrument(l)}
+	if in.in != nil {
+		in.timed = in.in.Timed()
+	}
+	a.insts[sc].CompareAndSwap(nil, in)
+	return a.insts[sc].Load()
+}
+
+// allowN is lim.AllowN, observed when the Service has an observer: the
+// decision is made for a pair of scope sc.
+func (a *apiLimiter) allowN(sc Scope, user string, n int) admit.Decision {
+	if a.obs == nil {
+		return a.lim.AllowN(user, n)
+	}
+	d, _ := a.observed(sc, user, n, false)
+	return d
+}
+
+// observed is allowNWhich (lim.AllowN when which is false), counted on the
+// scope's instrument. A refusal by a moved key (Limit < 0) is not counted:
+// the call is decided again under the newer book.
+func (a *apiLimiter) observed(sc Scope, user string, n int, which bool) (admit.Decision, int) {
+	in := a.instrument(sc)
+	var start time.Time
+	if in.timed {
+		start = time.Now()
+	}
+	var d admit.Decision
+	var i int
+	if which {
+		d, i = a.allowNWhich(user, n)
+	} else {
+		d = a.lim.AllowN(user, n)
+	}
+	if in.in == nil || d.Limit < 0 {
+		return d, i
+	}
+	var lat time.Duration
+	if in.timed {
+		lat = time.Since(start)
+	}
+	o := admit.Denied
+	if d.Allowed {
+		o = admit.Admitted
+	}
+	in.in.Observe(o, n, lat)
+	return d, i
+}
+
+// allowNWhichObserved is allowNWhich, observed when the Service has an
+// observer.
+func (a *apiLimiter) allowNWhichObserved(sc Scope, user string, n int) (admit.Decision, int) {
+	if a.obs == nil {
+		return a.allowNWhich(user, n)
+	}
+	return a.observed(sc, user, n, true)
 }
 
 // allowNWhich is lim.AllowNWhich for a composite, and AllowN and index 0 for
@@ -246,31 +359,31 @@ func (g *group) limiter(api string) (*apiLimiter, error) {
 
 // allowN is the hot path for a pair of the group: a lookup and the limiter's
 // AllowN, without allocating once the API's limiter exists.
-func (g *group) allowN(api, user string, n int) admit.Decision {
+func (g *group) allowN(sc Scope, api, user string, n int) admit.Decision {
 	if v, ok := g.byAPI.Load(api); ok {
-		return v.(*apiLimiter).lim.AllowN(user, n)
+		return v.(*apiLimiter).allowN(sc, user, n)
 	}
-	d, _ := g.allowNSlow(api, user, n)
+	d, _ := g.allowNSlow(sc, api, user, n)
 	return d
 }
 
 // allowNWhich is allowN with the index of the rule that bound.
-func (g *group) allowNWhich(api, user string, n int) (admit.Decision, int) {
+func (g *group) allowNWhich(sc Scope, api, user string, n int) (admit.Decision, int) {
 	if v, ok := g.byAPI.Load(api); ok {
-		return v.(*apiLimiter).allowNWhich(user, n)
+		return v.(*apiLimiter).allowNWhichObserved(sc, user, n)
 	}
-	return g.allowNSlow(api, user, n)
+	return g.allowNSlow(sc, api, user, n)
 }
 
 // allowNSlow builds the API's limiter, outlined so that allowN stays small.
-func (g *group) allowNSlow(api, user string, n int) (admit.Decision, int) {
+func (g *group) allowNSlow(sc Scope, api, user string, n int) (admit.Decision, int) {
 	a, err := g.limiter(api)
 	if err != nil {
 		// The factory built these limits' limiters at start-up and fails
 		// now: fail closed, and try again on the next request.
 		return g.failClosed()
 	}
-	return a.allowNWhich(user, n)
+	return a.allowNWhichObserved(sc, user, n)
 }
 
 // failClosed is the denial of a request whose limiter cannot be built: the
@@ -312,14 +425,15 @@ func NewService(book *Book, opts ...admit.Option) (*Service, error) {
 	}
 	factory, _ := set.Factory.(Factory)
 	limits, _ := set.LimitsFactory.(LimitsFactory)
+	obs, _ := set.Observer.(admit.Observer)
 	passed := opts
-	if factory != nil || limits != nil {
+	if factory != nil || limits != nil || obs != nil {
 		// The factories' limiters get every other option as resolved, and
-		// not the factories, which they would refuse.
-		set.Factory, set.LimitsFactory = nil, nil
+		// not the factories or the observer, which they would refuse.
+		set.Factory, set.LimitsFactory, set.Observer = nil, nil, nil
 		passed = []admit.Option{plumb.NewOption(func(s *plumb.Settings) error { *s = set; return nil }).(admit.Option)}
 	}
-	s := &Service{clock: set.Clock}
+	s := &Service{clock: set.Clock, obs: obs}
 	s.build = builder{svc: s, factory: factory, limits: limits, opts: slices.Clone(passed)}
 	snap, err := s.compile(book, nil, admit.CarryNothing)
 	if err != nil {
@@ -352,11 +466,11 @@ func (s *Service) CheckN(user, api string, n int) admit.Decision {
 	snap := s.cur.Load()
 	var d admit.Decision
 	if g := snap.users[user]; g != nil {
-		d = g.allowN(api, user, n)
+		d = g.allowN(User, api, user, n)
 	} else if a := snap.apis[api]; a != nil {
-		d = a.lim.AllowN(user, n)
+		d = a.allowN(API, user, n)
 	} else {
-		d = snap.def.allowN(api, user, n)
+		d = snap.def.allowN(Default, api, user, n)
 	}
 	if d.Limit < 0 {
 		// The pair's key moved to other limits in a Reload that came after
@@ -380,13 +494,13 @@ func (s *Service) CheckNWhich(user, api string, n int) (admit.Decision, admit.Li
 	var l admit.Limits
 	var i int
 	if g := snap.users[user]; g != nil {
-		d, i = g.allowNWhich(api, user, n)
+		d, i = g.allowNWhich(User, api, user, n)
 		l = g.limits
 	} else if a := snap.apis[api]; a != nil {
-		d, i = a.allowNWhich(user, n)
+		d, i = a.allowNWhichObserved(API, user, n)
 		l = a.g.limits
 	} else {
-		d, i = snap.def.allowNWhich(api, user, n)
+		d, i = snap.def.allowNWhich(Default, api, user, n)
 		l = snap.def.limits
 	}
 	if d.Limit < 0 {
@@ -591,6 +705,16 @@ func (s *Service) compile(book *Book, old *snapshot, carry admit.Carry) (*snapsh
 	for _, p := range built {
 		v, _ := p.a.g.byAPI.LoadOrStore(p.api, p.a)
 		snap.apis[p.api] = v.(*apiLimiter)
+	}
+	if s.obs != nil {
+		// The instruments of the API entries, resolved now rather than at
+		// their first Check (those of limiters built at first use are
+		// resolved then, with the limiter).
+		for _, e := range book.Rules() {
+			if e.Scope == API {
+				snap.apis[e.Name].instrument(API)
+			}
+		}
 	}
 	return snap, nil
 }

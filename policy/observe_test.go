@@ -1,0 +1,243 @@
+package policy_test
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/locked"
+	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/sharded"
+)
+
+// recorder is an admit.Observer that keeps one counter per label set and
+// outcome, and records how often each label set was resolved.
+type recorder struct {
+	timed    bool
+	mu       sync.Mutex
+	series   map[string]*recSeries
+	resolved map[string]int
+}
+
+type recSeries struct {
+	labels admit.Labels
+	n      [admit.NumOutcomes]atomic.Int64
+	lat    atomic.Int64 // observations with a latency above 0
+	timed  bool
+}
+
+func newRecorder(timed bool) *recorder {
+	return &recorder{timed: timed, series: map[string]*recSeries{}, resolved: map[string]int{}}
+}
+
+func labelKey(l admit.Labels) string {
+	return l.Source + " " + l.Scope + " " + l.Name + " " + l.Limits.String()
+}
+
+func (r *recorder) Instrument(l admit.Labels) admit.Instrument {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := labelKey(l)
+	r.resolved[k]++
+	s := r.series[k]
+	if s == nil {
+		s = &recSeries{labels: l, timed: r.timed}
+		r.series[k] = s
+	}
+	return s
+}
+
+func (s *recSeries) Observe(o admit.Outcome, n int, latency time.Duration) {
+	s.n[o].Add(1)
+	if latency > 0 {
+		s.lat.Add(1)
+	}
+	if !s.timed && latency != 0 {
+		panic("an untimed instrument got a latency")
+	}
+}
+
+func (s *recSeries) Timed() bool { return s.timed }
+
+// counts returns "scope name limits: admitted/denied" per series, sorted.
+func (r *recorder) counts() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for k, s := range r.series {
+		out = append(out, fmt.Sprintf("%s: %d/%d", k, s.n[admit.Admitted].Load(), s.n[admit.Denied].Load()))
+	}
+	sort.Strings(out)
+	return out
+}
+
+const observeBook = `
+default    = token-bucket,2,1m
+api./login = fixed-window,1,1m
+user.vip   = fixed-window,1,1m
+`
+
+// TestObserverScopes: every Check is counted once, under the scope of the
+// entry that decided it, even where one limiter serves two scopes (vip's
+// rule and /login's are equal, so vip on /login shares /login's limiter).
+func TestObserverScopes(t *testing.T) {
+	rec := newRecorder(false)
+	s := service(t, parse(t, observeBook), policy.WithObserver(rec), admit.WithClock(clock.NewFake()))
+	assert.Equal(t, []string{"policy api /login fixed-window,1,1m: 0/0"}, rec.counts(),
+		"an API entry's instrument is resolved when the Service is built")
+	for range 3 {
+		s.Check("alice", "/orders")
+		s.Check("alice", "/login")
+		s.Check("vip", "/login")
+		s.Check("vip", "/orders")
+	}
+	assert.Equal(t, []string{
+		"policy api /login fixed-window,1,1m: 1/2",
+		"policy default /orders token-bucket,2,1m: 2/1",
+		"policy user /login fixed-window,1,1m: 1/2",
+		"policy user /orders fixed-window,1,1m: 1/2",
+	}, rec.counts())
+	for k, n := range rec.resolved {
+		assert.Equal(t, 1, n, "%s resolved %d times", k, n)
+	}
+	// CheckNWhich is counted as CheckN is.
+	s.CheckNWhich("bob", "/orders", 1)
+	s.CheckNWhich("bob", "/login", 1)
+	assert.Contains(t, rec.counts(), "policy default /orders token-bucket,2,1m: 3/1")
+	assert.Contains(t, rec.counts(), "policy api /login fixed-window,1,1m: 2/2")
+}
+
+// TestObserverNoKeys: no label ever holds a user name.
+func TestObserverNoKeys(t *testing.T) {
+	rec := newRecorder(false)
+	s := service(t, parse(t, observeBook), policy.WithObserver(rec), admit.WithClock(clock.NewFake()))
+	for i := range 50 {
+		s.Check(fmt.Sprintf("user-%d", i), "/orders")
+	}
+	for k := range rec.resolved {
+		assert.NotContains(t, k, "user-", k)
+	}
+	assert.Len(t, rec.resolved, 2)
+}
+
+// TestObserverStore: the default limiter, sharded's, reports its
+// statistics through the labels.
+func TestObserverStore(t *testing.T) {
+	rec := newRecorder(false)
+	s := service(t, parse(t, observeBook), policy.WithObserver(rec), admit.WithClock(clock.NewFake()))
+	s.Check("alice", "/orders")
+	s.Check("bob", "/orders")
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	st := rec.series["policy default /orders token-bucket,2,1m"].labels.Store
+	if st == nil {
+		t.Skip("the default store does not report statistics yet")
+	}
+	assert.Equal(t, 2, st.Stats().Keys)
+}
+
+// TestObserverTimed: a timed instrument gets latencies, an untimed one
+// none (recSeries panics on a latency it did not ask for).
+func TestObserverTimed(t *testing.T) {
+	rec := newRecorder(true)
+	s := service(t, parse(t, observeBook), policy.WithObserver(rec))
+	for range 100 {
+		s.Check("alice", "/orders")
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	got := rec.series["policy default /orders token-bucket,2,1m"]
+	assert.Equal(t, int64(100), got.n[admit.Admitted].Load()+got.n[admit.Denied].Load())
+	assert.Positive(t, got.lat.Load(), "no latency measured in 100 timed decisions")
+
+	untimed := newRecorder(false)
+	s = service(t, parse(t, observeBook), policy.WithObserver(untimed))
+	s.Check("alice", "/orders")
+}
+
+// TestObserverReload: counts carry on across a Reload that keeps the
+// limits, and an API entry a Reload adds is resolved then.
+func TestObserverReload(t *testing.T) {
+	rec := newRecorder(false)
+	fake := clock.NewFake()
+	s := service(t, parse(t, observeBook), policy.WithObserver(rec), admit.WithClock(fake))
+	s.Check("alice", "/orders")
+	require.NoError(t, s.Reload(parse(t, observeBook+"api./search = fixed-window,5,1m\n")))
+	assert.Contains(t, rec.counts(), "policy api /search fixed-window,5,1m: 0/0")
+	s.Check("alice", "/orders")
+	s.Check("alice", "/orders")
+	assert.Contains(t, rec.counts(), "policy default /orders token-bucket,2,1m: 2/1")
+	assert.Equal(t, 1, rec.resolved["policy default /orders token-bucket,2,1m"], "a kept limiter keeps its instrument")
+}
+
+// TestObserverReloadRace: Checks racing Reloads that move every pair
+// between limits are each counted exactly once (a call refused by a moved
+// key, and decided again under the newer book, is counted once, by the
+// decision that counts).
+func TestObserverReloadRace(t *testing.T) {
+	rec := newRecorder(false)
+	books := []*policy.Book{parse(t, "default = token-bucket,1000000,1h\n"), parse(t, "default = token-bucket,500000,1h\n")}
+	s := service(t, books[0], policy.WithObserver(rec))
+	const goroutines, each = 4, 2000
+	var wg sync.WaitGroup
+	var calls atomic.Int64
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				s.Check(fmt.Sprintf("u%d", (g*each+i)%64), "/a")
+				calls.Add(1)
+			}
+		}()
+	}
+	for i := range 20 {
+		require.NoError(t, s.Reload(books[(i+1)%2]))
+	}
+	wg.Wait()
+	var total int64
+	rec.mu.Lock()
+	for _, se := range rec.series {
+		total += se.n[admit.Admitted].Load() + se.n[admit.Denied].Load()
+	}
+	rec.mu.Unlock()
+	assert.Equal(t, calls.Load(), total)
+}
+
+func TestWithObserverErrors(t *testing.T) {
+	_, err := policy.NewService(parse(t, observeBook), policy.WithObserver(nil))
+	assert.True(t, errors.Is(err, admit.ErrInvalidOption), "%v", err)
+	rec := newRecorder(false)
+	_, err = sharded.New(admit.Rule{Algorithm: admit.TokenBucket, Limit: 1, Window: time.Second}, policy.WithObserver(rec))
+	assert.True(t, errors.Is(err, admit.ErrUnsupported), "%v", err)
+	assert.Contains(t, err.Error(), "policy.NewService")
+	// The factories' limiters are built without it.
+	_, err = policy.NewService(parse(t, observeBook), policy.WithObserver(rec), policy.WithFactory(locked.New))
+	require.NoError(t, err)
+}
+
+// TestCheckObservedAllocs: with an observer, a Check of a known pair still
+// allocates nothing.
+func TestCheckObservedAllocs(t *testing.T) {
+	rec := newRecorder(true)
+	s := service(t, parse(t, observeBook), policy.WithObserver(rec), admit.WithClock(clock.NewFake()))
+	user, api := strings.Clone("alice"), strings.Clone("/orders")
+	s.Check(user, api)
+	s.CheckNWhich(user, "/login", 1)
+	if n := testing.AllocsPerRun(1000, func() {
+		s.Check(user, api)
+		s.CheckNWhich(user, "/login", 1)
+	}); n != 0 {
+		t.Errorf("%v allocations per observed Check, want 0", n)
+	}
+}

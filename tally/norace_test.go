@@ -1,0 +1,5 @@
+//go:build !race
+
+package tally_test
+
+const raceEnabled = false
