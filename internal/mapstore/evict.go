@@ -16,13 +16,15 @@ func (l *store[KT, S]) sweep(sh *shard[KT, S], now time.Duration, limit int) {
 }
 
 // evicted records that n keys of sh were evicted as fresh at reading at:
-// it raises the shard's floor, uncounts the keys and rebuilds the map if it
-// has shrunk enough. It requires that sh.mu is held.
+// it raises the shard's floor, counts the evictions (Stats), uncounts the
+// keys and rebuilds the map if it has shrunk enough. It requires that sh.mu
+// is held. Reset and Take, which are no evictions, do not call it.
 func (l *store[KT, S]) evicted(sh *shard[KT, S], at time.Duration, n int) {
 	if n == 0 {
 		return
 	}
 	sh.floor = max(sh.floor, at)
+	l.keys.Evicted(n)
 	if l.maxKeys > 0 {
 		l.keys.Release(n)
 	}

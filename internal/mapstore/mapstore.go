@@ -19,7 +19,9 @@
 // finds its key missing decides at max(its reading, floor) (see shard.floor).
 // Insertions sweep a few keys (sweep), a shrunken map is rebuilt (evicted),
 // and with admit.WithMaxKeys a new key in a full store makes room or is
-// denied (makeRoom, internal/evict.MakeRoom). Token-bucket stores also hand
+// denied (makeRoom, internal/evict.MakeRoom); the evictions and those
+// denials are counted in the store's evict.Counter, on those paths only, and
+// reported by Stats (admit.StatsReporter). Token-bucket stores also hand
 // out reservations, with a hold per waiting key (reserve.go). Composite
 // limits (NewLimits) keep all the rules of a key in one state, decided
 // together through kernel.Composite (composite.go, composite_reserve.go).
@@ -130,7 +132,7 @@ type shard[KT comparable, S any] struct {
 
 // store is a sharded keyed store of states S under map keys KT (a string, or
 // a 64-bit hash with WithHashedKeys). It is immutable after init except for
-// its shards, its key count and the test hook.
+// its shards, its counters (keys) and the test hook.
 type store[KT comparable, S any] struct {
 	// kern is the kernel for S: *packedTB for uint64, *kernel.TokenBucket,
 	// *kernel.FixedWindow, *kernel.SlidingLog or *kernel.SlidingCounter for
@@ -147,7 +149,7 @@ type store[KT comparable, S any] struct {
 	horizon time.Duration // the longest a state can take to become fresh
 	clone   func(KT) KT   // our own copy of a caller's map key; nil for hashes
 	shards  []shard[KT, S]
-	keys    evict.Counter // keys stored (when maxKeys > 0), and makeRoom's cursor
+	keys    evict.Counter // keys stored (when maxKeys > 0), Stats' counts, makeRoom's cursor
 
 	// hooks are a migrate.Store's hooks (SetHooks, migrate.go), nil until
 	// set. Only the path of a key a shard does not hold reads them.
@@ -272,7 +274,8 @@ func (l *store[KT, S]) insert(sh *shard[KT, S], mk KT, now time.Duration, n int)
 // add stores s, the state of a key that sh does not hold, decided at now
 // (already clamped to the floor), and returns the stored state: it sweeps a
 // few keys of sh first, and in a full store makes room or returns nil and
-// the RetryAfter of the denial, storing nothing. It requires that sh.mu is
+// the RetryAfter of the denial, storing nothing and counting the denial
+// (Stats): every caller denies the request then. It requires that sh.mu is
 // held.
 func (l *store[KT, S]) add(sh *shard[KT, S], mk KT, s S, now time.Duration) (stored *S, wait time.Duration) {
 	if len(sh.m) >= evict.SweepMinLen {
@@ -280,6 +283,7 @@ func (l *store[KT, S]) add(sh *shard[KT, S], mk KT, s S, now time.Duration) (sto
 	}
 	if l.maxKeys > 0 && !l.reserve() {
 		if wait, ok := l.makeRoom(sh, now); !ok {
+			l.keys.Denied()
 			return nil, wait
 		}
 	}
@@ -308,4 +312,24 @@ func (l *store[KT, S]) Len() int {
 		sh.mu.Unlock()
 	}
 	return total
+}
+
+// Every store New and NewLimits return reports its statistics.
+var (
+	_ admit.StatsReporter = (*fullKeys[kernel.FixedWindowState])(nil)
+	_ admit.StatsReporter = (*hashedKeys[kernel.Log])(nil)
+	_ admit.StatsReporter = tbFullKeys[uint64]{}
+	_ admit.StatsReporter = tbHashedKeys[kernel.TokenBucketState]{}
+	_ admit.StatsReporter = (*compFullKeys[[2]kernel.PartState])(nil)
+	_ admit.StatsReporter = (*compHashedKeys[[8]kernel.PartState])(nil)
+	_ admit.StatsReporter = tbCompFullKeys[[3]kernel.PartState]{}
+	_ admit.StatsReporter = tbCompHashedKeys[[2]kernel.PartState]{}
+)
+
+// Stats implements [admit.StatsReporter]: Len, the WithMaxKeys bound, and
+// the evictions (evicted) and full-store denials (add) counted since the
+// store was built. It takes each shard's lock in turn, as Len does, and is
+// meant for a metrics scrape; the calls on stored keys count nothing.
+func (l *store[KT, S]) Stats() admit.StoreStats {
+	return l.keys.Stats(l.Len(), l.maxKeys)
 }
