@@ -99,14 +99,22 @@ func (t *Store) slotKey(tb *tab, i, tag uint64) recKey {
 	return rk
 }
 
-// evicted records that n keys of sh were evicted: it uncounts them and
-// rebuilds the table smaller once it holds fewer keys than an eighth of its
-// slots (the copy, at most an eighth of the slots, is paid for by the
-// evictions since the table was built). It requires sh.mu.
+// evicted records that n keys of sh were evicted: it counts the evictions
+// (Stats), then removed uncounts the keys. It requires sh.mu.
 func (t *Store) evicted(sh *shard, n int) {
 	if n == 0 {
 		return
 	}
+	t.keys.Evicted(n)
+	t.removed(sh, n)
+}
+
+// removed records that n keys left sh, evicted or taken (Take, which is no
+// eviction): it uncounts them and rebuilds the table smaller once it holds
+// fewer keys than an eighth of its slots (the copy, at most an eighth of
+// the slots, is paid for by the removals since the table was built). It
+// requires sh.mu.
+func (t *Store) removed(sh *shard, n int) {
 	if t.maxKeys > 0 {
 		t.keys.Release(n)
 	}

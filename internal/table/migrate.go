@@ -102,8 +102,9 @@ func (t *Store) reserveElsewhere(key string, n int) (admit.Reservation, bool) {
 // Take implements [migrate.Store]. Under the key's shard's mutex it
 // freezes the slot's word to the tombstone (for a held slot, whose word
 // only the mutex's holder changes, it reads the record's state and deletes
-// the record, with any hold), uncounts the key as an eviction does, and
-// writes the state to into[0].
+// the record, with any hold), uncounts the key as an eviction does (but
+// counts no eviction: Stats leaves moved keys out), and writes the state to
+// into[0].
 func (t *Store) Take(key string, into []kernel.PartState) bool {
 	sh, rk := t.locate(key)
 	sh.mu.Lock()
@@ -132,7 +133,7 @@ func (t *Store) Take(key string, into []kernel.PartState) bool {
 		}
 	}
 	tb.live--
-	t.evicted(sh, 1)
+	t.removed(sh, 1)
 	into[0] = kernel.PartState{}
 	switch {
 	case w == t.held:

@@ -28,6 +28,8 @@ type reserver struct{ *Store }
 var (
 	_ admit.KeyedReserver = reserver{}
 	_ admit.Store         = reserver{}
+	_ admit.StatsReporter = reserver{}
+	_ admit.StatsReporter = (*Store)(nil)
 )
 
 // Allow is AllowN(key, 1), the call most keyed limiters see most often, with
@@ -124,6 +126,7 @@ func (r reserver) reserve(sh *shard, rk recKey, key string, n int, maxWait time.
 		return reservation.New(d, n, 0), ok, true // takes nothing: nothing to store
 	}
 	if wait, ok := t.add(sh, now); !ok {
+		t.keys.Denied()
 		return reservation.New(wait, n, 0), false, true // a full store
 	}
 	if w, fits := t.tb.Pack(s); fits && hold.Ticket == 0 {

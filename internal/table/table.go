@@ -99,7 +99,7 @@ type recKey struct {
 }
 
 // Store is the table store. It is immutable after New except for its
-// shards and its key count.
+// shards and its counters (keys).
 type Store struct {
 	alg    uint8
 	hashed bool
@@ -123,7 +123,7 @@ type Store struct {
 	maxKeys int64
 	horizon time.Duration
 	shards  []shard
-	keys    evict.Counter // keys stored (when maxKeys > 0), and makeRoom's cursor
+	keys    evict.Counter // keys stored (when maxKeys > 0), Stats' counts, makeRoom's cursor
 
 	// pause, when set (by tests only), is called once, by the first call to
 	// reach it, after it has loaded its key's state word and before it
@@ -518,6 +518,7 @@ func (t *Store) slow(sh *shard, rk recKey, key string, now time.Duration, n int)
 		return v // a denial or a probe: nothing to store
 	}
 	if wait, ok := t.add(sh, now); !ok {
+		t.keys.Denied()
 		return kernel.Verdict{RetryAfter: wait}
 	}
 	if !fits {
@@ -550,8 +551,9 @@ func (t *Store) putHeld(sh *shard, at spot, rk recKey, key string, rec held.Rec)
 
 // add makes room for a new key of sh decided at now (already clamped to the
 // floor): it sweeps a few slots of the shard first, and in a full store
-// makes room or returns, with ok false, the RetryAfter of the denial. It
-// requires sh.mu.
+// makes room or returns, with ok false, the RetryAfter of the denial. The
+// callers that then deny count the denial (Stats); Put, which stores its
+// key beyond the bound instead, does not. It requires sh.mu.
 func (t *Store) add(sh *shard, now time.Duration) (wait time.Duration, ok bool) {
 	if tb := sh.tab.Load(); tb != nil && tb.live >= evict.SweepMinLen {
 		t.sweep(sh, now, evict.Reading(now), evict.SweepBatch, nil)
@@ -657,6 +659,15 @@ func (t *Store) freeze(p *atomic.Uint64) uint64 {
 			return w
 		}
 	}
+}
+
+// Stats implements [admit.StatsReporter]: Len, the WithMaxKeys bound, and
+// the evictions (sweep) and full-store denials (slow, and a reservation's
+// path) counted since the store was built. It takes each shard's mutex in
+// turn, as Len does, and is meant for a metrics scrape; the lock-free path
+// of a stored key counts nothing.
+func (t *Store) Stats() admit.StoreStats {
+	return t.keys.Stats(t.Len(), t.maxKeys)
 }
 
 // Len implements [admit.Store].
