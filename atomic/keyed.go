@@ -202,7 +202,7 @@ type keyed[C any, PC interface {
 	// floor is the newest reading at which a cell has been evicted
 	// (math.MinInt64 before the first). See the eviction protocol above.
 	floor paddedInt64
-	keys  evict.Counter // keys stored (when maxKeys > 0), and makeRoom's cursor
+	keys  evict.Counter // keys stored (when maxKeys > 0), Stats' counts, makeRoom's cursor
 
 	// pause, when set (by tests only), is called once, by the first call to
 	// reach it, after it has loaded its key's cell and the cell's value.
@@ -266,6 +266,11 @@ var (
 	_ admit.Resetter = keyedFixedWindow{}
 	_ admit.Resetter = keyedSlidingCounter{}
 	_ admit.Resetter = keyedSlidingCounterSnapshot{}
+
+	_ admit.StatsReporter = keyedTokenBucket{}
+	_ admit.StatsReporter = keyedFixedWindow{}
+	_ admit.StatsReporter = keyedSlidingCounter{}
+	_ admit.StatsReporter = keyedSlidingCounterSnapshot{}
 )
 
 // Allow implements [admit.KeyedLimiter]: AllowN(key, 1).
@@ -439,8 +444,9 @@ func (l *keyed[C, PC, K]) missing(key string, now time.Duration, store bool) (c 
 // obtain returns key's cell for a call that found key missing and read now
 // (already clamped to the floor): if store, it creates the cell (a
 // goroutine racing on the same key gets the same cell) or, in a full store
-// with no room to make, returns missFull and the RetryAfter of the denial;
-// otherwise it creates nothing, and returns a cell only if another call has
+// with no room to make, returns missFull and the RetryAfter of the denial,
+// which it counts (Stats: every caller denies on missFull); otherwise it
+// creates nothing, and returns a cell only if another call has
 // stored one meanwhile. With keep (the hooks' Keep; nil for none), it asks
 // keep(key) right before it would insert the key, and returns missMoved,
 // creating nothing, if keep refuses it.
@@ -471,6 +477,7 @@ func (l *keyed[C, PC, K]) obtain(key string, now time.Duration, store bool, keep
 			if c, ok := l.m.Load(key); ok {
 				return c, 0, missCell // created meanwhile by another call: no room needed
 			}
+			l.keys.Denied()
 			return nil, wait, missFull
 		}
 	}
@@ -501,6 +508,9 @@ func (l *keyed[C, PC, K]) obtain(key string, now time.Duration, store bool, keep
 	case loaded:
 		return c, 0, missCell
 	case created == nil:
+		if m == missFull {
+			l.keys.Denied()
+		}
 		return nil, wait, m
 	}
 	l.track(r, created, now)
@@ -548,6 +558,7 @@ func (l *keyed[C, PC, K]) track(r *ring[C], c *C, now time.Duration) {
 		}
 	}
 	r.mu.Unlock()
+	l.keys.Evicted(ndead)
 	for _, c := range dead[:ndead] {
 		l.unlink(c)
 	}
@@ -594,6 +605,7 @@ func (l *keyed[C, PC, K]) scan(r *ring[C], now, at time.Duration, limit int, soo
 		r.push(c)
 	}
 	r.mu.Unlock()
+	l.keys.Evicted(evicted)
 	for _, c := range dead[:evicted] {
 		l.unlink(c)
 	}
@@ -623,6 +635,15 @@ func (l *keyed[C, PC, K]) Reset(key string) {
 // modifications.
 func (l *keyed[C, PC, K]) Len() int { return l.m.Size() }
 
+// Stats implements [admit.StatsReporter]: Len, the WithMaxKeys bound, and
+// the evictions (a cell buried by track, scan or sweepAt) and full-store
+// denials (obtain) counted since the store was built; a Take's cell is
+// neither. It costs what Len costs, and takes no lock; the calls on stored
+// keys count nothing.
+func (l *keyed[C, PC, K]) Stats() admit.StoreStats {
+	return l.keys.Stats(l.Len(), l.maxKeys)
+}
+
 // Sweep implements [admit.Store].
 func (l *keyed[C, PC, K]) Sweep() int {
 	return l.sweepAt(evict.Reading(l.clock.Now()))
@@ -650,6 +671,7 @@ func (l *keyed[C, PC, K]) sweepAt(at time.Duration) int {
 		r.cells, r.head = kept, 0
 		r.compact()
 		r.mu.Unlock()
+		l.keys.Evicted(len(dead))
 		for _, c := range dead {
 			l.unlink(c)
 		}

@@ -219,6 +219,10 @@ var (
 	_ admit.CompositeStore = keyedLimits[snapCell, *snapCell]{}
 	_ admit.Resetter       = keyedLimits[snapCell, *snapCell]{}
 	_ admit.KeyedReserver  = keyedLimitsReserver[snapCell, *snapCell]{}
+	_ admit.StatsReporter  = keyedLimits[snapCell, *snapCell]{}
+	_ admit.StatsReporter  = keyedLimitsReserver[snapCell, *snapCell]{}
+	_ admit.StatsReporter  = keyedLimits[pairCell, *pairCell]{}
+	_ admit.StatsReporter  = keyedLimitsReserver[pairCell, *pairCell]{}
 )
 
 // newKeyedLimits returns the keyed store of limits with cells C.
@@ -275,6 +279,9 @@ func (l keyedLimits[C, PC]) Len() int { return l.st.Len() }
 
 // Sweep implements [admit.CompositeStore].
 func (l keyedLimits[C, PC]) Sweep() int { return l.st.Sweep() }
+
+// Stats implements [admit.StatsReporter]; see keyed.Stats.
+func (l keyedLimits[C, PC]) Stats() admit.StoreStats { return l.st.Stats() }
 
 // Reset implements [admit.Resetter]; see keyed.Reset.
 func (l keyedLimits[C, PC]) Reset(key string) { l.st.Reset(key) }
