@@ -2,9 +2,10 @@ package httplimit
 
 import (
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/admit-go/admit/internal/clientip"
 )
 
 // MaxKeyBytes is the longest key the middleware charges. A longer key, from
@@ -149,18 +150,5 @@ func (m *Middleware) clientKey(r *http.Request) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return addrKey(a, text), true
-}
-
-// addrKey is the key of a client address: its text for IPv4, its /64
-// network for IPv6.
-func addrKey(a netip.Addr, text string) string {
-	if a.Is4() {
-		if text != "" {
-			return text
-		}
-		return a.String()
-	}
-	var buf [48]byte
-	return string(netip.PrefixFrom(a, 64).Masked().AppendTo(buf[:0]))
+	return clientip.Key(a, text), true
 }

@@ -2,10 +2,10 @@ package httplimit
 
 import (
 	"net/http"
-	"sync"
-	"sync/atomic"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/clientip"
+	"github.com/admit-go/admit/internal/ratehdr"
 	"github.com/admit-go/admit/policy"
 )
 
@@ -23,23 +23,14 @@ type Middleware struct {
 
 	lim   admit.KeyedLimiter // New
 	comp  composite          // New over a composite: lim, asked which rule bound
-	quota *quota             // New: the one quota
+	quota *ratehdr.Quota     // New: the one quota
 
 	svc   *policy.Service // ForService
-	books atomic.Pointer[bookQuotas]
-	mu    sync.Mutex // serializes rendering a new book's quotas
+	books ratehdr.Books   // ForService: the quotas of svc's books
 
 	key     KeyFunc
 	parts   []KeyPart
-	proxies *proxies
-}
-
-// bookQuotas is the rendered quotas of one book of a Service.
-type bookQuotas struct {
-	book  *policy.Book
-	def   *quota
-	apis  map[string]*quota
-	users map[string]*quota
+	proxies *clientip.Proxies
 }
 
 // composite is what New asks of a limiter of composite limits: the methods
@@ -93,7 +84,7 @@ func New(lim admit.KeyedLimiter, opts ...Option) (*Middleware, error) {
 				quote(name), *rule, limits, quote(name))
 		}
 		m.comp = cs
-		m.quota = newLimitsQuota(name, limits)
+		m.quota = ratehdr.NewLimitsQuota(name, limits)
 		return m, nil
 	}
 	if rule == nil {
@@ -105,7 +96,7 @@ func New(lim admit.KeyedLimiter, opts ...Option) (*Middleware, error) {
 			rule = &rr
 		}
 	}
-	m.quota = newQuota(name, rule)
+	m.quota = ratehdr.NewQuota(name, rule)
 	return m, nil
 }
 
@@ -144,7 +135,7 @@ func ForService(svc *policy.Service, opts ...Option) (*Middleware, error) {
 		m.cfg.api = routeAPI
 	}
 	m.svc = svc
-	m.quotasOf(svc.Book())
+	m.books.Of(svc.Book())
 	return m, nil
 }
 
@@ -225,7 +216,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	}
 
 	var d admit.Decision
-	var q *quota
+	var q *ratehdr.Quota
 	var api string
 	which := 0
 	switch {
@@ -234,7 +225,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		book := m.svc.Book()
 		var limits admit.Limits
 		d, limits, which = m.svc.CheckNWhich(key, api, 1)
-		q = m.quotaFor(book, key, api, limits)
+		q = m.books.For(book, key, api, limits)
 	case m.comp != nil:
 		d, which = m.comp.AllowNWhich(key, 1)
 		q = m.quota
@@ -242,14 +233,14 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		d = m.lim.Allow(key)
 		q = m.quota
 	}
-	p := q.part(which)
+	p := q.Part(which)
 
 	if d.Allowed {
 		m.setHeaders(w.Header(), q, p, d, 0)
 		next.ServeHTTP(w, r)
 		return
 	}
-	den := Denial{Key: key, API: api, Policy: p.name, Decision: d}
+	den := Denial{Key: key, API: api, Policy: p.Name, Decision: d}
 	switch {
 	case c.shadow:
 		m.setHeaders(w.Header(), q, p, d, 0)
@@ -286,63 +277,4 @@ func (m *Middleware) unkeyed(w http.ResponseWriter, r *http.Request, next http.H
 		w.WriteHeader(http.StatusBadRequest)
 		w.Write([]byte(badRequestBody)) //nolint:errcheck // the client went away; nothing to do
 	}
-}
-
-// quotaFor returns the quota of the entry of book that applies to (user,
-// api), for a decision the Service made under limits. Should a Reload have
-// come between Book and the check, and the entry's limits differ from those,
-// the quota is rendered afresh for limits under the entry's name, so that the
-// numbers and the binding index always match the limits that decided.
-func (m *Middleware) quotaFor(book *policy.Book, user, api string, limits admit.Limits) *quota {
-	bq := m.books.Load()
-	if bq == nil || bq.book != book {
-		bq = m.quotasOf(book)
-	}
-	e := book.EntryFor(user, api)
-	var q *quota
-	switch e.Scope {
-	case policy.User:
-		q = bq.users[e.Name]
-	case policy.API:
-		q = bq.apis[e.Name]
-	default:
-		q = bq.def
-	}
-	if q == nil || q.limits != limits { // a Reload in between; never fail a request on it
-		q = entryQuota(e.Key(), limits)
-	}
-	return q
-}
-
-// entryQuota renders the quota of a book entry's limits, if valid; the
-// limits of a Service's decision always are.
-func entryQuota(name string, limits admit.Limits) *quota {
-	if limits.Validate() != nil {
-		return newQuota(name, nil)
-	}
-	return newLimitsQuota(name, limits)
-}
-
-// quotasOf renders the quotas of book, once per book: concurrent callers
-// wait for the first one's rendering.
-func (m *Middleware) quotasOf(book *policy.Book) *bookQuotas {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if bq := m.books.Load(); bq != nil && bq.book == book {
-		return bq
-	}
-	bq := &bookQuotas{book: book, apis: map[string]*quota{}, users: map[string]*quota{}}
-	for _, e := range book.Rules() {
-		q := entryQuota(e.Key(), e.Limits)
-		switch e.Scope {
-		case policy.User:
-			bq.users[e.Name] = q
-		case policy.API:
-			bq.apis[e.Name] = q
-		default:
-			bq.def = q
-		}
-	}
-	m.books.Store(bq)
-	return bq
 }

@@ -3,11 +3,10 @@ package httplimit
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/clientip"
 )
 
 // An Option configures a [Middleware]; pass options to [New] or [ForService].
@@ -21,7 +20,7 @@ type config struct {
 	keyOpt     string // the option that set the key, for conflict errors; "" for the default
 	key        KeyFunc
 	parts      []KeyPart
-	proxies    *proxies
+	proxies    *clientip.Proxies
 	unknownKey string
 	exempt     func(*http.Request) bool
 	shadow     bool
@@ -38,23 +37,9 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("httplimit: %w: "+format, append([]any{admit.ErrInvalidOption}, args...)...)
 }
 
-// maxQuoted is the most bytes of an input an error message quotes.
-const maxQuoted = 64
-
-// quote quotes s for an error message, cut to its first maxQuoted bytes (and
-// "…"), so that a huge input (a 1 MiB network list, a header name read from
-// a file) cannot make a huge error. A rune that straddles the cut is left out
-// whole; bytes that are not UTF-8 are cut where they are (Quote escapes them).
-func quote(s string) string {
-	if len(s) <= maxQuoted {
-		return strconv.Quote(s)
-	}
-	cut := maxQuoted
-	for cut > maxQuoted-utf8.UTFMax+1 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strconv.Quote(s[:cut]) + "…"
-}
+// quote quotes s for an error message, cut to its first 64 bytes (and "…"),
+// so that a huge input cannot make a huge error.
+func quote(s string) string { return clientip.Quote(s) }
 
 func (c *config) setKey(opt string) error {
 	if c.keyOpt != "" {
@@ -111,7 +96,7 @@ func validHeaderName(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if !isTchar(s[i]) {
+		if !clientip.IsTchar(s[i]) {
 			return false
 		}
 	}
@@ -141,31 +126,9 @@ func validHeaderName(s string) bool {
 // use the client IP ([WithKey], or [WithKeyFrom] without [ClientIP]).
 func WithTrustedProxies(header ProxyHeader, networks ...string) Option {
 	return func(c *config) error {
-		if header != XForwardedFor && header != Forwarded {
-			return invalid("WithTrustedProxies: %v is not a forwarding header; want XForwardedFor or Forwarded", header)
-		}
-		if len(networks) == 0 {
-			return invalid("WithTrustedProxies(%v): no networks; name your proxies' networks, such as \"10.0.0.0/8\"", header)
-		}
-		if c.proxies != nil && c.proxies.header != header {
-			return invalid("WithTrustedProxies: both %v and %v; trust the one header your proxies write", c.proxies.header, header)
-		}
-		p := &proxies{header: header}
-		if c.proxies != nil {
-			p.nets = append(p.nets, c.proxies.nets...)
-		}
-		for _, s := range networks {
-			n, ok := parseNetwork(s)
-			if !ok {
-				return invalid("WithTrustedProxies: %s is not a network; want a CIDR prefix such as \"10.0.0.0/8\" or \"2001:db8::/32\", or an address", quote(s))
-			}
-			if n.Bits() == 0 {
-				return invalid("WithTrustedProxies: %s trusts every address, which lets any client choose its key; name your proxies' networks", quote(s))
-			}
-			p.nets = append(p.nets, n)
-		}
-		if msg := p.coversAFamily(); msg != "" {
-			return invalid("WithTrustedProxies: %s, which lets any client choose its key; name your proxies' networks", msg)
+		p, err := clientip.Trust(c.proxies, clientip.Header(header), networks)
+		if err != nil {
+			return fmt.Errorf("httplimit: %w: %w", admit.ErrInvalidOption, err)
 		}
 		c.proxies = p
 		return nil

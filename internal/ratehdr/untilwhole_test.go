@@ -1,4 +1,4 @@
-package httplimit
+package ratehdr
 
 import (
 	"math/rand/v2"
@@ -9,7 +9,7 @@ import (
 	"github.com/admit-go/admit/internal/kernel"
 )
 
-// TestUntilWholeBound checks untilWhole against the kernels, the oracle: on
+// TestUntilWholeBound checks UntilWhole against the kernels, the oracle: on
 // random composites driven with time moving forward, after every admission
 // the wait it gives for the binding rule is never below that rule's exact
 // wait until whole (read by probing its kernel), never above the
@@ -59,9 +59,9 @@ func TestUntilWholeBound(t *testing.T) {
 				t.Fatalf("seed %d step %d: %v at %v: ResetAfter %v, the parts' largest is %v", seed, step, limits, now, d.ResetAfter, last)
 			}
 			rule := limits.At(which)
-			got := untilWhole(rule, d)
+			got := UntilWhole(rule, d)
 			call := func(what string) {
-				t.Fatalf("seed %d step %d: %v at %v: untilWhole(%v, Remaining %d, ResetAfter %v) = %v, exact %v: %s",
+				t.Fatalf("seed %d step %d: %v at %v: UntilWhole(%v, Remaining %d, ResetAfter %v) = %v, exact %v: %s",
 					seed, step, limits, now, rule, d.Remaining, d.ResetAfter, got, exact[which], what)
 			}
 			switch {
@@ -119,8 +119,8 @@ func TestUntilWholeExtremes(t *testing.T) {
 		{admit.Rule{Algorithm: admit.FixedWindow, Limit: 3, Window: 10 * time.Second}, admit.Decision{Allowed: true, ResetAfter: 4 * time.Second}, 4 * time.Second},
 		{admit.Rule{Algorithm: admit.SlidingLog, Limit: 3, Window: 10 * time.Second}, admit.Decision{Allowed: true, ResetAfter: time.Minute}, 10 * time.Second},
 	} {
-		if got := untilWhole(tc.rule, tc.d); got != tc.want {
-			t.Errorf("untilWhole(%v, %+v) = %v, want %v", tc.rule, tc.d, got, tc.want)
+		if got := UntilWhole(tc.rule, tc.d); got != tc.want {
+			t.Errorf("UntilWhole(%v, %+v) = %v, want %v", tc.rule, tc.d, got, tc.want)
 		}
 	}
 }
