@@ -9,7 +9,7 @@
 # then docs/benchmarks.md and docs/img/*.svg from them. COUNT, BENCHTIME and
 # CPUS override the profile's settings; BENCH, a regexp on the workloads'
 # names (Floor, Serial, HotKey, Keyed, Churn, AllowN, Policy, Eviction, Middleware,
-# Composite, Memory), runs only those, for a quick look at one of them.
+# Composite, Observer, Memory), runs only those, for a quick look at one of them.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -74,9 +74,9 @@ start=$(date +%s)
 	echo "cores: $(nproc)"
 } >"$tmp/raw"
 
-# The serial, keyed, service and composite workloads at the machine's own GOMAXPROCS;
+# The serial, keyed, service, composite and observer workloads at the machine's own GOMAXPROCS;
 # the hot key swept over -cpu; memory once per setting (bytes/key is a count).
-if re=$(workloads Floor Serial Keyed Churn AllowN Policy Eviction Middleware Composite) && [[ -n $re ]]; then
+if re=$(workloads Floor Serial Keyed Churn AllowN Policy Eviction Middleware Composite Observer) && [[ -n $re ]]; then
 	run -test.bench "$re" -test.benchtime "$benchtime" -test.count "$count" $short
 fi
 if re=$(workloads HotKey) && [[ -n $re ]]; then

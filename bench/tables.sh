@@ -49,5 +49,9 @@ table "Eviction on vs off, 100,000 keys (on vs off)" \
 	-filter ".name:Eviction $ns" -row /algo,/impl -col /evict
 table "Composite limits: a token bucket under a fixed window vs the token bucket alone, frozen clock (tb+fw vs tb)" \
 	-filter ".name:Composite $ns" -row /path,/keys,/impl -col /limits
+table "Observer: policy.Service.Check with an observer attached vs without, every goroutine at once (vs none)" \
+	-filter ".name:Observer $ns" -row /pairs -col '/observer@(none tally prom otel tally-timed)'
+table "Observer: allocations per Check" \
+	-filter '.name:Observer .unit:allocs/op' -row /pairs -col '/observer@(none tally prom otel tally-timed)'
 table "Memory: bytes per key after inserting N keys (one sample)" \
 	-filter '.name:Memory .unit:bytes/key' -table /keys -row /algo,/impl

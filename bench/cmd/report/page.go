@@ -36,6 +36,7 @@ type page struct {
 	Churn     *chartSection
 	AllowN    *tbl
 	Composite bool // the run measured BenchmarkComposite (its table is benchstat's)
+	Observer  bool // the run measured BenchmarkObserver (its table is benchstat's)
 	Policy    *tbl
 	Eviction  *evictionSection
 	Memory    *chartSection
@@ -258,6 +259,7 @@ func (rep *report) build(benchstat string) (*page, error) {
 	pg.Churn = rep.churn()
 	pg.AllowN = rep.allowN()
 	pg.Composite = rep.ran("Composite")
+	pg.Observer = rep.ran("Observer")
 	pg.Policy = rep.policy()
 	pg.Eviction = rep.eviction()
 	pg.Memory = rep.memory()

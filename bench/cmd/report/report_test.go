@@ -148,7 +148,7 @@ func TestGenerate(t *testing.T) {
 // when the run has them, and that it was not measured when not.
 func TestGenerateComposite(t *testing.T) {
 	const measured = "## Composite limits\n\n`BenchmarkComposite` measures what a second rule on a key costs"
-	const missing = "## Composite limits\n\nNot measured in this run.\n\n## Memory"
+	const missing = "## Composite limits\n\nNot measured in this run.\n\n## Observing"
 	files, err := generate(writeResults(t, nil))
 	if err != nil {
 		t.Fatalf("generate: %v", err)
@@ -163,8 +163,32 @@ func TestGenerateComposite(t *testing.T) {
 		t.Fatalf("generate: %v", err)
 	}
 	md := string(files["benchmarks.md"])
-	if !strings.Contains(md, measured) || !strings.Contains(md, "gives the ratio.\n\n## Memory") {
+	if !strings.Contains(md, measured) || !strings.Contains(md, "gives the ratio.\n\n## Observing") {
 		t.Errorf("a run with BenchmarkComposite: benchmarks.md lacks %q and the section's end", measured)
+	}
+}
+
+// TestGenerateObserver: the observer section says what its rows measure
+// when the run has them, and that it was not measured when not.
+func TestGenerateObserver(t *testing.T) {
+	const measured = "## Observing decisions\n\n`BenchmarkObserver` measures what attaching an observer"
+	const missing = "## Observing decisions\n\nNot measured in this run.\n\n## Memory"
+	files, err := generate(writeResults(t, nil))
+	if err != nil {
+		t.Fatalf("generate: %v", err)
+	}
+	if md := string(files["benchmarks.md"]); !strings.Contains(md, missing) || strings.Contains(md, measured) {
+		t.Errorf("a run without BenchmarkObserver: benchmarks.md lacks %q, or has %q", missing, measured)
+	}
+	files, err = generate(writeResults(t, func(run string) string {
+		return run + "BenchmarkObserver/pairs=1000/observer=tally-2 \t 1000 \t 80.0 ns/op \t 1.000 admitted/op\n"
+	}))
+	if err != nil {
+		t.Fatalf("generate: %v", err)
+	}
+	md := string(files["benchmarks.md"])
+	if !strings.Contains(md, measured) || !strings.Contains(md, "the allocations.\n\n## Memory") {
+		t.Errorf("a run with BenchmarkObserver: benchmarks.md lacks %q and the section's end", measured)
 	}
 }
 
