@@ -100,6 +100,13 @@
 // to a hook, so that a limit can be measured before it is enforced.
 // [WithExempt] exempts requests (health checks) from limiting altogether.
 //
+// # Observing
+//
+// [WithObserver] reports each limited request to an [admit.Observer] as
+// admitted, denied, shadow-denied or errored (without a key and refused),
+// on one [admit.Instrument] resolved when the middleware is built: no
+// allocation, no lookup and no key on the request's path.
+//
 // # Cost
 //
 // An admitted request costs, beyond the limiter's own work, two small

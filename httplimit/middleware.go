@@ -2,6 +2,7 @@ package httplimit
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/clientip"
@@ -31,6 +32,13 @@ type Middleware struct {
 	key     KeyFunc
 	parts   []KeyPart
 	proxies *clientip.Proxies
+
+	// inst counts the middleware's requests, resolved once from
+	// WithObserver's Observer by New or ForService; nil when there is none,
+	// or when the Observer counts nothing. timed is inst.Timed(), read
+	// then: only a timed instrument makes a request read the clock.
+	inst  admit.Instrument
+	timed bool
 }
 
 // composite is what New asks of a limiter of composite limits: the methods
@@ -85,6 +93,7 @@ func New(lim admit.KeyedLimiter, opts ...Option) (*Middleware, error) {
 		}
 		m.comp = cs
 		m.quota = ratehdr.NewLimitsQuota(name, limits)
+		m.instrument(name, limits, lim)
 		return m, nil
 	}
 	if rule == nil {
@@ -97,6 +106,13 @@ func New(lim admit.KeyedLimiter, opts ...Option) (*Middleware, error) {
 		}
 	}
 	m.quota = ratehdr.NewQuota(name, rule)
+	var limits admit.Limits // the zero Limits when the rule is not known
+	if rule != nil {
+		if l, err := admit.NewLimits(*rule); err == nil {
+			limits = l
+		}
+	}
+	m.instrument(name, limits, lim)
 	return m, nil
 }
 
@@ -136,7 +152,41 @@ func ForService(svc *policy.Service, opts ...Option) (*Middleware, error) {
 	}
 	m.svc = svc
 	m.books.Of(svc.Book())
+	m.instrument(serviceName, admit.Limits{}, nil)
 	return m, nil
+}
+
+// serviceName is the Labels.Name under which a ForService middleware's
+// requests are observed (see WithObserver): a Service has no one quota to
+// name them after, and observes each API under its own name.
+const serviceName = "service"
+
+// instrument resolves the middleware's Instrument, once, from the
+// WithObserver Observer, with the labels of a middleware: Source "http",
+// Name name, Limits limits, and Store lim when it reports its StoreStats.
+func (m *Middleware) instrument(name string, limits admit.Limits, lim admit.KeyedLimiter) {
+	o := m.cfg.observer
+	if o == nil {
+		return
+	}
+	labels := admit.Labels{Source: "http", Name: name, Limits: limits}
+	if sr, ok := lim.(admit.StatsReporter); ok {
+		labels.Store = sr
+	}
+	m.inst = o.Instrument(labels)
+	m.timed = m.inst != nil && m.inst.Timed()
+}
+
+// observe counts one request with outcome o on m.inst, which callers check
+// is not nil first (so that a middleware without one pays that check
+// alone); start is when the request's decision began, read only when
+// m.timed.
+func (m *Middleware) observe(o admit.Outcome, start time.Time) {
+	var latency time.Duration
+	if m.timed {
+		latency = time.Since(start)
+	}
+	m.inst.Observe(o, 1, latency)
 }
 
 // build applies opts and checks what every Middleware needs.
@@ -206,10 +256,14 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		next.ServeHTTP(w, r)
 		return
 	}
+	var start time.Time
+	if m.timed {
+		start = time.Now()
+	}
 	key, ok := m.key(r)
 	if !ok || key == "" || len(key) > MaxKeyBytes {
 		if c.unknownKey == "" {
-			m.unkeyed(w, r, next)
+			m.unkeyed(w, r, next, start)
 			return
 		}
 		key = c.unknownKey
@@ -236,9 +290,19 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	p := q.Part(which)
 
 	if d.Allowed {
+		if m.inst != nil {
+			m.observe(admit.Admitted, start)
+		}
 		m.setHeaders(w.Header(), q, p, d, 0)
 		next.ServeHTTP(w, r)
 		return
+	}
+	if m.inst != nil {
+		if c.shadow {
+			m.observe(admit.ShadowDenied, start)
+		} else {
+			m.observe(admit.Denied, start)
+		}
 	}
 	den := Denial{Key: key, API: api, Policy: p.Name, Decision: d}
 	switch {
@@ -259,8 +323,15 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 
 // unkeyed answers a request without a key: 400, the deny handler, or, in
 // shadow mode, the hook and the next handler.
-func (m *Middleware) unkeyed(w http.ResponseWriter, r *http.Request, next http.Handler) {
+func (m *Middleware) unkeyed(w http.ResponseWriter, r *http.Request, next http.Handler, start time.Time) {
 	c := &m.cfg
+	if m.inst != nil {
+		if c.shadow {
+			m.observe(admit.ShadowDenied, start)
+		} else {
+			m.observe(admit.Errored, start)
+		}
+	}
 	den := Denial{Unkeyed: true}
 	switch {
 	case c.shadow:

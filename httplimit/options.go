@@ -31,6 +31,7 @@ type config struct {
 	policyName string
 	policyRule *admit.Rule
 	api        func(*http.Request) string
+	observer   admit.Observer
 }
 
 func invalid(format string, args ...any) error {
@@ -279,6 +280,47 @@ func WithAPI(api func(r *http.Request) string) Option {
 			return invalid("WithAPI(nil); pass a function of the request, or leave the option out to use the route")
 		}
 		c.api = api
+		return nil
+	}
+}
+
+// WithObserver makes the middleware report what it did with each request
+// to o. [New] and [ForService] call o.Instrument once, when they have
+// checked everything else, with Labels{Source: "http", Name: the quota's
+// name ([WithPolicy]'s or [WithPolicyName]'s, else "default"), Limits: the
+// limits the RateLimit-Policy field describes (the limiter's Rule or
+// Limits, or WithPolicy's rule; the zero Limits when none is known), Store:
+// the limiter when it implements [admit.StatsReporter]}; a ForService
+// middleware's labels are {Source: "http", Name: "service"}, with the zero
+// Limits and no Store. No key ever reaches o.
+//
+// Every request the middleware limits is then counted once, as
+// admit.Admitted (passed to the next handler), admit.Denied (answered 429,
+// or by the [WithDenyHandler] handler), admit.ShadowDenied (denied, or
+// without a key, and let through by [WithShadow]) or admit.Errored (without
+// a key and refused: 400 Bad Request, or the deny handler with
+// Denial.Unkeyed), with n = 1; a request without a key charged to
+// [WithUnknownKey]'s key counts as the decision about that key. Requests
+// exempted by [WithExempt] are not counted. The latency, given only when
+// the instrument's Timed said so when it was resolved, is the time from
+// deriving the key to the decision, the next handler excluded.
+//
+// Under ForService, the per-API counts come from the Service's own
+// policy.WithObserver, which counts each Check under the API's labels;
+// this instrument counts what the HTTP layer did with the requests, those
+// it refused for want of a key (which never reach the Service) and the
+// denials shadow mode let through included.
+//
+// Without the option a request pays one nil check for observation; with
+// it, one call of Observe, with no allocation and no map lookup. A nil o is
+// an error wrapping [admit.ErrInvalidOption]: leave the option out to
+// observe nothing.
+func WithObserver(o admit.Observer) Option {
+	return func(c *config) error {
+		if o == nil {
+			return invalid("WithObserver(nil); pass an admit.Observer (a *tally.Tally, say), or leave the option out to observe nothing")
+		}
+		c.observer = o
 		return nil
 	}
 }
