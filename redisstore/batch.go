@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -58,6 +59,16 @@ func AllowBatch(ctx context.Context, calls []Call) error {
 		return fmt.Errorf("%w: redisstore.AllowBatch: the client, a %T, cannot pipeline", admit.ErrInvalidOption, first.client)
 	}
 
+	// One clock reading before and one after, for every call whose
+	// limiter's Instrument is timed.
+	var start time.Time
+	for i := range calls {
+		if calls[i].Limiter.timed {
+			start = time.Now()
+			break
+		}
+	}
+
 	cmds := make([]*redis.Cmd, len(calls))
 	args := make([][]any, len(calls))
 	send := func(eval bool, which []int) {
@@ -82,22 +93,41 @@ func AllowBatch(ctx context.Context, calls []Call) error {
 			all = append(all, i)
 		}
 	}
-	if len(all) == 0 {
-		return nil
-	}
-	send(false, all)
-	var lost []int
-	for _, i := range all {
-		if redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
-			lost = append(lost, i)
+	if len(all) > 0 {
+		send(false, all)
+		var lost []int
+		for _, i := range all {
+			if redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
+				lost = append(lost, i)
+			}
+		}
+		if len(lost) > 0 {
+			send(true, lost)
+		}
+		for _, i := range all {
+			c := &calls[i]
+			c.Decision, _, c.Err = c.Limiter.decision(cmds[i], c.Key, c.N)
 		}
 	}
-	if len(lost) > 0 {
-		send(true, lost)
-	}
-	for _, i := range all {
-		c := &calls[i]
-		c.Decision, _, c.Err = c.Limiter.decision(cmds[i], c.Key, c.N)
-	}
+	observeBatch(calls, start)
 	return nil
+}
+
+// observeBatch counts every call of a decided batch begun at start (a zero
+// Time if no limiter is timed) on its limiter's Instrument, if it has one.
+func observeBatch(calls []Call, start time.Time) {
+	var latency time.Duration
+	if !start.IsZero() {
+		latency = time.Since(start)
+	}
+	for i := range calls {
+		c := &calls[i]
+		if inst := c.Limiter.inst; inst != nil {
+			var l time.Duration
+			if c.Limiter.timed {
+				l = latency
+			}
+			inst.Observe(outcome(c.Decision, c.Err), c.N, l)
+		}
+	}
 }

@@ -31,6 +31,14 @@
 // error when Redis does not answer; Keyed has no Reset, which could only fail
 // silently.
 //
+// [WithObserver] reports a limiter's decisions to an admit.Observer (a
+// tally, exported to Prometheus or OpenTelemetry), under one set of labels
+// per limiter: Source "redis", Name the key prefix, and its Limits; never a
+// key. Redis's admissions and denials are counted, and its errors as errored
+// or timed out; a [Keyed] limiter also counts each decision its Policy takes
+// instead of Redis as fell back. Observing adds no allocation and no lookup
+// to a decision.
+//
 // On a server out of memory under maxmemory-policy noeviction, an admission
 // fails with Redis's OOM error having written nothing: every script reads and
 // decides before it writes, and writes first with a command Redis refuses

@@ -101,6 +101,8 @@ var ErrCircuitOpen = errors.New("redisstore: Redis not asked, a recent call fail
 // decided by Policy.Mode. After a failure it is a circuit breaker: calls are
 // decided by the Mode at once, without waiting on Redis, until a probe after
 // Policy.Backoff finds Redis answering again. It is safe for concurrent use.
+// It reports to the Instrument of the Limiter's [WithObserver], which counts
+// the Policy's Decisions as admit.FellBack.
 //
 // For a composite limiter (redisstore.NewLimits) it also has admit.CompositeStore's
 // Limits and AllowNWhich, but not the rest of that interface: Len and Sweep
@@ -210,31 +212,50 @@ func (k *Keyed) AllowN(key string, n int) admit.Decision {
 // Policy names the rule whose Limit it carries (see [Mode]), except that of
 // Policy.Local, whose index is Local's own: its AllowNWhich's if it has
 // one, else 0.
+//
+// With [WithObserver], a call sent to Redis is counted as the Limiter counts
+// it, and a Decision of the Policy as admit.FellBack (see WithObserver).
 func (k *Keyed) AllowNWhich(key string, n int) (admit.Decision, int) {
+	l := k.l
+	start := l.start()
 	probe, pass := k.br.enter()
 	if !pass {
 		var err error
 		if k.policy.OnError != nil {
-			err = k.br.refusal(k.l.name, key)
+			err = k.br.refusal(l.name, key)
 		}
-		return k.fail(key, n, err)
+		return k.fail(key, n, err, start)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), k.policy.Timeout)
-	d, which, err := k.l.AllowNWhich(ctx, key, n)
+	d, which, err := l.allowNWhich(ctx, key, n)
 	cancel()
 	k.br.exit(probe, err)
+	if l.inst != nil {
+		l.observe(outcome(d, err), n, start)
+	}
 	if err == nil {
 		return d, which
 	}
-	return k.fail(key, n, err)
+	return k.fail(key, n, err, start)
 }
 
-// fail reports err, if there is an OnError to see it, and returns the
-// Policy's Decision for a request of n, with the index of the rule it names.
-func (k *Keyed) fail(key string, n int, err error) (admit.Decision, int) {
+// fail reports err, if there is an OnError to see it, returns the Policy's
+// Decision for a request of n, with the index of the rule it names, and
+// counts it as admit.FellBack, timed from start, if the limiter is observed.
+func (k *Keyed) fail(key string, n int, err error, start time.Time) (admit.Decision, int) {
 	if k.policy.OnError != nil {
 		k.policy.OnError(key, err)
 	}
+	d, which := k.fallBack(key, n)
+	if k.l.inst != nil {
+		k.l.observe(admit.FellBack, n, start)
+	}
+	return d, which
+}
+
+// fallBack returns the Policy's Decision for a request of n, with the index
+// of the rule it names.
+func (k *Keyed) fallBack(key string, n int) (admit.Decision, int) {
 	limits := k.l.limits
 	if n < 0 || n > k.l.limit {
 		which := k.l.neverBinds(n)

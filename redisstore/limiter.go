@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"net"
 	"strings"
 	"time"
 
@@ -61,6 +62,13 @@ type Limiter struct {
 	// rules ('' for none); then each rule's limit and Window in units, after
 	// its algorithm's letter in a composite.
 	fixed []any
+
+	// inst counts the limiter's decisions, resolved once by newLimiter
+	// from [WithObserver]'s Observer; nil when there is none, or when it
+	// counts nothing. timed is inst.Timed(), read then: only a timed
+	// instrument makes a decision read the clock.
+	inst  admit.Instrument
+	timed bool
 }
 
 // Option configures a [Limiter]. A bad option makes [New] and [NewLimits]
@@ -68,9 +76,10 @@ type Limiter struct {
 type Option func(*config) error
 
 type config struct {
-	prefix string
-	clock  clock.Clock
-	carry  admit.Carry // 0: a key of another rule is an error
+	prefix   string
+	clock    clock.Clock
+	carry    admit.Carry    // 0: a key of another rule is an error
+	observer admit.Observer // nil: no decision observed
 }
 
 // WithPrefix sets the prefix of the limiter's Redis keys (default
@@ -131,6 +140,42 @@ func WithCarry(c admit.Carry) Option {
 			return fmt.Errorf("%w: redisstore.WithCarry(%v); pass admit.CarryConsumed, admit.CarryProportional or admit.CarryNothing", admit.ErrInvalidOption, c)
 		}
 		cfg.carry = c
+		return nil
+	}
+}
+
+// WithObserver makes the limiter report its decisions to o. [New] and
+// [NewLimits] call o.Instrument once, when they have checked everything else,
+// with Labels{Source: "redis", Name: the key prefix ([WithPrefix]'s, or
+// [DefaultPrefix]), Limits: the limiter's limits}; no key is ever passed.
+// Every decision is then counted on that Instrument, with no allocation and
+// no lookup, and timed (from the call to its return, the round trip
+// included) only if the Instrument's Timed said so when it was resolved:
+//
+//   - [Limiter.AllowN], [Limiter.AllowNWhich] and each call of [AllowBatch]
+//     count one admit.Admitted or admit.Denied for a decision Redis made,
+//     admit.TimedOut for an error that is a deadline (the context's
+//     DeadlineExceeded, or a network error whose Timeout() is true), and
+//     admit.Errored for any other error, a clock reading out of range
+//     included. A call of a batch is timed as the whole batch.
+//   - [Keyed] counts the same for each call it sends to Redis, and
+//     admit.FellBack for every decision its Policy takes instead of Redis:
+//     after a failed call (so beside that call's Errored or TimedOut) and
+//     for every call the open circuit decides without asking Redis (alone:
+//     nothing failed). So for a Keyed limiter, Admitted + Denied + FellBack
+//     counts each decision it returned once, Errored + TimedOut the calls to
+//     Redis that failed, and FellBack minus those the decisions of the open
+//     circuit.
+//
+// [Limiter.Reset] and a batch refused as a whole are not decisions, and are
+// not counted. A nil o is an error wrapping [admit.ErrInvalidOption]: leave
+// the option out to observe nothing.
+func WithObserver(o admit.Observer) Option {
+	return func(cfg *config) error {
+		if o == nil {
+			return fmt.Errorf("%w: redisstore.WithObserver(nil); pass an admit.Observer (a tally, say), or leave the option out to observe nothing", admit.ErrInvalidOption)
+		}
+		cfg.observer = o
 		return nil
 	}
 }
@@ -237,18 +282,29 @@ func newLimiter(client redis.Scripter, limits admit.Limits, opts []Option) (*Lim
 		tag = "ns:" + tag
 	}
 	l.fixed = []any{int64(time.Millisecond / l.unit), int64(evict.Slack / time.Millisecond), tag, carryLetter(cfg.carry)}
-	if !l.composite {
+	if l.composite {
+		l.script = compositeScript
+		for i := range limits.Len() {
+			r := limits.At(i)
+			l.fixed = append(l.fixed, string(algorithmLetter(r.Algorithm)), int64(r.Limit), int64(r.Window/l.unit))
+		}
+	} else {
 		r := limits.At(0)
 		l.script = scripts[r.Algorithm]
 		l.fixed = append(l.fixed, int64(r.Limit), int64(r.Window/l.unit))
-		return l, nil
 	}
-	l.script = compositeScript
-	for i := range limits.Len() {
-		r := limits.At(i)
-		l.fixed = append(l.fixed, string(algorithmLetter(r.Algorithm)), int64(r.Limit), int64(r.Window/l.unit))
-	}
+	l.resolve(cfg.observer)
 	return l, nil
+}
+
+// resolve asks o, if there is one, for the Instrument of l's decisions:
+// once, when l is built and valid, never per decision.
+func (l *Limiter) resolve(o admit.Observer) {
+	if o == nil {
+		return
+	}
+	l.inst = o.Instrument(admit.Labels{Source: "redis", Name: l.prefix, Limits: l.limits})
+	l.timed = l.inst != nil && l.inst.Timed()
 }
 
 // carryLetter names a strategy in the scripts' arguments: "" for none.
@@ -354,11 +410,68 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int) (admit.Decision
 // Remaining, the first in order on a tie, as admit.Limits defines it. For a
 // limiter of one rule it is 0. On an error it is 0, with a zero Decision.
 func (l *Limiter) AllowNWhich(ctx context.Context, key string, n int) (admit.Decision, int, error) {
+	if l.inst == nil {
+		return l.allowNWhich(ctx, key, n)
+	}
+	start := l.start()
+	d, which, err := l.allowNWhich(ctx, key, n)
+	l.observe(outcome(d, err), n, start)
+	return d, which, err
+}
+
+// allowNWhich is AllowNWhich without observing it, for the callers that
+// observe the decision themselves (Keyed).
+func (l *Limiter) allowNWhich(ctx context.Context, key string, n int) (admit.Decision, int, error) {
 	args, err := l.args(n)
 	if err != nil {
 		return admit.Decision{}, 0, err
 	}
 	return l.decision(l.script.Run(ctx, l.client, []string{l.Key(key)}, args...), key, n)
+}
+
+// start returns the time a decision starts, for its latency: the zero Time,
+// without reading the clock, unless l's Instrument is timed.
+func (l *Limiter) start() time.Time {
+	if l.timed {
+		return time.Now()
+	}
+	return time.Time{}
+}
+
+// observe counts a decision about n, started at start (see Limiter.start),
+// with outcome o. It requires l.inst != nil, which callers check first so
+// that an unobserved decision costs one nil check.
+func (l *Limiter) observe(o admit.Outcome, n int, start time.Time) {
+	var latency time.Duration
+	if l.timed {
+		latency = time.Since(start)
+	}
+	l.inst.Observe(o, n, latency)
+}
+
+// outcome is what became of a decision that returned d and err, as
+// WithObserver counts it.
+func outcome(d admit.Decision, err error) admit.Outcome {
+	switch {
+	case err == nil && d.Allowed:
+		return admit.Admitted
+	case err == nil:
+		return admit.Denied
+	case timedOut(err):
+		return admit.TimedOut
+	}
+	return admit.Errored
+}
+
+// timedOut reports whether err is a deadline: the context's, or the
+// network's (a net.Error whose Timeout is true, as go-redis returns when a
+// read or write passes the deadline it set on the connection).
+func timedOut(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // Reset forgets key's state: once it returns nil, the key's next decision,
