@@ -8,26 +8,30 @@ import (
 	"github.com/admit-go/admit/internal/conformance"
 )
 
-// TestCompositeConformance runs the composite suite against NewLimits and
-// NewLimitsLimiter as they are (the pair form for two rules that pack, on
-// amd64) and with every composite in the snapshot form.
-func TestCompositeConformance(t *testing.T) {
+// compositeForm is a composite variant and the name of its form.
+type compositeForm struct {
+	form string
+	v    conformance.CompositeVariant
+}
+
+// compositeVariants returns NewLimits and NewLimitsLimiter as they are (the
+// pair form for two rules that pack, on amd64), and with every composite in
+// the snapshot form.
+func compositeVariants() []compositeForm {
 	notLog := func(a admit.Algorithm) bool { return a != admit.SlidingLog }
 	pairAllocs := 0.0 // the suite's Limits, a token bucket and a fixed window, take the pair
 	if !admitatomic.PairAvailable() {
 		pairAllocs = 1
 	}
-	t.Run("form=chosen", func(t *testing.T) {
-		conformance.RunComposite(t, conformance.CompositeVariant{
+	return []compositeForm{
+		{"chosen", conformance.CompositeVariant{
 			Name:             "atomic",
 			NewLimits:        admitatomic.NewLimits,
 			NewLimitsLimiter: admitatomic.NewLimitsLimiter,
 			Supports:         notLog,
 			AllowAllocs:      pairAllocs,
-		})
-	})
-	t.Run("form=snapshot", func(t *testing.T) {
-		conformance.RunComposite(t, conformance.CompositeVariant{
+		}},
+		{"snapshot", conformance.CompositeVariant{
 			Name: "atomic-snapshot",
 			NewLimits: func(l admit.Limits, opts ...admit.Option) (admit.KeyedLimiter, error) {
 				if l.Validate() != nil || l.Len() == 1 {
@@ -43,6 +47,18 @@ func TestCompositeConformance(t *testing.T) {
 			},
 			Supports:    notLog,
 			AllowAllocs: 1, // the snapshot's array
+		}},
+	}
+}
+
+// TestCompositeConformance runs the composite suite and its Stats checks
+// against NewLimits and NewLimitsLimiter as they are and with every
+// composite in the snapshot form (compositeVariants).
+func TestCompositeConformance(t *testing.T) {
+	for _, f := range compositeVariants() {
+		t.Run("form="+f.form, func(t *testing.T) {
+			conformance.RunComposite(t, f.v)
+			t.Run("Stats", func(t *testing.T) { conformance.RunCompositeStats(t, f.v) })
 		})
-	})
+	}
 }

@@ -17,12 +17,14 @@ import (
 )
 
 func TestCompositeConformance(t *testing.T) {
-	conformance.RunComposite(t, conformance.CompositeVariant{
+	v := conformance.CompositeVariant{
 		Name:             "locked",
 		NewLimits:        locked.NewLimits,
 		NewLimitsLimiter: locked.NewLimitsLimiter,
 		Supports:         func(admit.Algorithm) bool { return true },
-	})
+	}
+	conformance.RunComposite(t, v)
+	t.Run("Stats", func(t *testing.T) { conformance.RunCompositeStats(t, v) })
 }
 
 func mustLimits(t testing.TB, text string) admit.Limits {

@@ -16,23 +16,35 @@ import (
 	"github.com/admit-go/admit/sharded"
 )
 
+// compositeVariants are NewLimits with full keys and with hashed keys, by
+// the keys they store.
+var compositeVariants = []struct {
+	keys string
+	v    conformance.CompositeVariant
+}{
+	{"full", conformance.CompositeVariant{
+		Name:      "sharded",
+		NewLimits: sharded.NewLimits,
+		Supports:  func(admit.Algorithm) bool { return true },
+	}},
+	{"hashed", conformance.CompositeVariant{
+		Name: "sharded-hashed",
+		NewLimits: func(l admit.Limits, opts ...admit.Option) (admit.KeyedLimiter, error) {
+			return sharded.NewLimits(l, append(opts, admit.WithHashedKeys())...)
+		},
+		Supports: func(admit.Algorithm) bool { return true },
+	}},
+}
+
+// TestCompositeConformance runs the composite suite and its Stats checks
+// against compositeVariants.
 func TestCompositeConformance(t *testing.T) {
-	t.Run("keys=full", func(t *testing.T) {
-		conformance.RunComposite(t, conformance.CompositeVariant{
-			Name:      "sharded",
-			NewLimits: sharded.NewLimits,
-			Supports:  func(admit.Algorithm) bool { return true },
+	for _, c := range compositeVariants {
+		t.Run("keys="+c.keys, func(t *testing.T) {
+			conformance.RunComposite(t, c.v)
+			t.Run("Stats", func(t *testing.T) { conformance.RunCompositeStats(t, c.v) })
 		})
-	})
-	t.Run("keys=hashed", func(t *testing.T) {
-		conformance.RunComposite(t, conformance.CompositeVariant{
-			Name: "sharded-hashed",
-			NewLimits: func(l admit.Limits, opts ...admit.Option) (admit.KeyedLimiter, error) {
-				return sharded.NewLimits(l, append(opts, admit.WithHashedKeys())...)
-			},
-			Supports: func(admit.Algorithm) bool { return true },
-		})
-	})
+	}
 }
 
 func mustLimits(t testing.TB, text string) admit.Limits {
