@@ -1,0 +1,5 @@
+//go:build !race
+
+package prom_test
+
+const raceEnabled = false
