@@ -21,8 +21,9 @@ import (
 // eviction changes no decision, and honours [admit.WithShards] (the number of
 // eviction rings), [admit.WithMaxKeys] and [admit.WithClock]; it refuses
 // [admit.WithHashedKeys] (package sharded stores hashes) with an error
-// wrapping [admit.ErrUnsupported]. The limiter is always an [admit.Store].
-// docs/keyed-stores.md has the eviction protocol.
+// wrapping [admit.ErrUnsupported]. The limiter is always an [admit.Store]
+// and an [admit.StatsReporter]. docs/keyed-stores.md has the eviction
+// protocol.
 func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
 	set, err := keyedSettings(rule, opts)
 	if err != nil {

@@ -79,6 +79,18 @@
 // token buckets hands out reservations, which reserve in every rule and are
 // cancelled in every rule or none.
 //
+// # Keyed stores
+//
+// Every keyed limiter of [New] and [NewLimits] is a store: an
+// [admit.Store] ([admit.CompositeStore] for two rules or more) with Len and
+// Sweep, an [admit.Resetter], and an [admit.StatsReporter], whose Stats
+// reports the keys stored (Len), the [admit.WithMaxKeys] bound, the keys
+// evicted as idle and the requests for new keys a full store denied,
+// since the store was built. Those counts are written only where keys are inserted,
+// evicted or refused, never by a call on a stored key; Stats costs what Len
+// costs (the map's size, no lock) and is meant for a metrics scrape.
+// docs/keyed-stores.md ("Statistics") says what each field counts.
+//
 // # Consistency
 //
 // Every decision is linearizable: it takes effect at the instant of its

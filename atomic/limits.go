@@ -29,9 +29,9 @@ import (
 // are each very hot.
 //
 // For limits of one rule it returns what [New] returns for that rule. For
-// two or more, the limiter is an [admit.CompositeStore] and an
-// [admit.Resetter], and an [admit.KeyedReserver] when every rule is a token
-// bucket: a reservation reserves in every rule and its cancellation gives
+// two or more, the limiter is an [admit.CompositeStore], an
+// [admit.Resetter] and an [admit.StatsReporter], and an
+// [admit.KeyedReserver] when every rule is a token bucket: a reservation reserves in every rule and its cancellation gives
 // back in every rule. It evicts a key only when every rule's state is
 // fresh, and takes the options [New] takes.
 func NewLimits(limits admit.Limits, opts ...admit.Option) (admit.KeyedLimiter, error) {

@@ -17,7 +17,8 @@ import (
 // every key: a request is admitted only if every rule admits it, and then
 // every rule is charged (see [admit.Limits]). For Limits of one rule it
 // returns exactly what [New] returns for that rule. For two rules or more
-// it is an [admit.CompositeStore] and an [admit.Resetter], keeping every
+// it is an [admit.CompositeStore], an [admit.Resetter] and an
+// [admit.StatsReporter], keeping every
 // rule's state of a key together and deciding them under the key's stripe
 // lock, all or nothing; when every rule is a token bucket it is also an
 // [admit.KeyedReserver], so [admit.WaitKey] paces its waiters. It supports

@@ -10,7 +10,8 @@ import (
 // every key: a request is admitted only if every rule admits it, and then
 // every rule is charged (see [admit.Limits]). For Limits of one rule it
 // returns exactly what [New] returns for that rule. For two rules or more
-// it is an [admit.CompositeStore] and an [admit.Resetter]: every rule's
+// it is an [admit.CompositeStore], an [admit.Resetter] and an
+// [admit.StatsReporter]: every rule's
 // state of a key lives inline in one value of the shard's map, decided
 // under the shard's mutex, all or nothing, with no allocation per call on
 // a stored key; when every rule is a token bucket it is also an

@@ -48,4 +48,16 @@
 // beyond its rule), with a RetryAfter that is the same in every store (see
 // [admit.WithMaxKeys]); keys already stored are served as usual.
 // docs/keyed-stores.md has the protocol and its proof.
+//
+// # Statistics
+//
+// Every keyed limiter of [New] and [NewLimits] is an [admit.StatsReporter]
+// (as well as an [admit.Store] or [admit.CompositeStore], with Len and
+// Sweep, and an [admit.Resetter]): Stats reports the keys stored (Len), the
+// [admit.WithMaxKeys] bound, the keys evicted as idle and the requests for
+// new keys a full store denied, since the store was built. The counts are written
+// only where keys are inserted, evicted or refused, never by a call on a
+// stored key; Stats takes each shard's mutex in turn, as Len
+// does, and is meant for a metrics scrape. docs/keyed-stores.md
+// ("Statistics") says what each field counts.
 package sharded

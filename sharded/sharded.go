@@ -12,7 +12,8 @@ import (
 // documentation. It supports all four algorithms and honours every option:
 // [admit.WithShards], [admit.WithMaxKeys], [admit.WithHashedKeys] and
 // [admit.WithClock]. The error wraps [admit.ErrInvalidRule] or
-// [admit.ErrInvalidOption]. The limiter is always a [admit.Store].
+// [admit.ErrInvalidOption]. The limiter is always an [admit.Store] and an
+// [admit.StatsReporter].
 func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
 	if err := rule.Validate(); err != nil {
 		return nil, err // already "admit: invalid …: …"
