@@ -1,17 +1,22 @@
 // Command httpserver is a small HTTP API on the loopback interface, rate
 // limited by a rule file through package httplimit: one budget per (client IP,
-// route), under the rule the file gives the route.
+// route), under the rule the file gives the route. It serves its metrics at
+// /metrics for Prometheus (package github.com/admit-go/admit/prom): the
+// decisions per API, scope and outcome, and the keys each store holds.
 //
-// Run it from the repository's root:
+// It is a module of its own, so that the core module never depends on
+// Prometheus. Run it from its directory:
 //
-//	go run ./examples/httpserver                 # http://127.0.0.1:8080, rules from examples/httpserver/rules.conf
-//	go run ./examples/httpserver -addr 127.0.0.1:9000 -rules my.conf -shadow
+//	cd examples/httpserver
+//	go run .                                     # http://127.0.0.1:8080, rules from rules.conf
+//	go run . -addr 127.0.0.1:9000 -rules my.conf -shadow
 //
 // and try it:
 //
 //	for i in 1 2 3 4 5 6; do curl -si http://127.0.0.1:8080/hello | grep -i -e ^HTTP -e ratelimit -e retry; done
 //	curl -si -X POST http://127.0.0.1:8080/login
 //	curl -si http://127.0.0.1:8080/healthz        # never limited
+//	curl -s http://127.0.0.1:8080/metrics | grep ^admit_
 //
 // The sixth /hello within ten seconds gets 429 Too Many Requests, with
 // Retry-After and an application/problem+json body. Behind a load balancer,
@@ -38,6 +43,9 @@ import (
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/httplimit"
 	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/prom"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // config is what main reads from its flags, and what the test sets directly.
@@ -55,7 +63,7 @@ func main() {
 	cfg := config{log: log.New(os.Stderr, "httpserver: ", log.LstdFlags)}
 	var trust string
 	flag.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "`address` to listen on")
-	flag.StringVar(&cfg.rules, "rules", "examples/httpserver/rules.conf", "rule `file` (properties format, or JSON if it ends in .json)")
+	flag.StringVar(&cfg.rules, "rules", "rules.conf", "rule `file` (properties format, or JSON if it ends in .json)")
 	flag.StringVar(&trust, "trust-xff", "", "comma-separated `networks` of proxies whose X-Forwarded-For is trusted (none by default)")
 	flag.BoolVar(&cfg.shadow, "shadow", false, "shadow mode: set the headers and log would-be denials, but block nothing")
 	flag.Parse()
@@ -118,7 +126,18 @@ func newHandler(cfg config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	var opts []admit.Option
+	// The metrics: a collector on a registry of our own (never the global
+	// one), observing the Service's decisions per API and the middleware's
+	// per outcome.
+	metrics, err := prom.New()
+	if err != nil {
+		return nil, err
+	}
+	registry := prometheus.NewRegistry()
+	if err := registry.Register(metrics); err != nil {
+		return nil, err
+	}
+	opts := []admit.Option{policy.WithObserver(metrics)}
 	if cfg.clock != nil {
 		opts = append(opts, admit.WithClock(cfg.clock))
 	}
@@ -140,6 +159,7 @@ func newHandler(cfg config) (http.Handler, error) {
 	mux.HandleFunc("GET /items/{id}", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "item %s\n", r.PathValue("id"))
 	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
 
 	mwOpts := []httplimit.Option{
 		// The middleware wraps the whole mux, so the route is not known yet
@@ -149,7 +169,7 @@ func newHandler(cfg config) (http.Handler, error) {
 			_, pattern := mux.Handler(r)
 			return httplimit.RouteAPI(pattern)
 		}),
-		httplimit.WithExempt(func(r *http.Request) bool { return r.URL.Path == "/healthz" }),
+		httplimit.WithExempt(func(r *http.Request) bool { return r.URL.Path == "/healthz" || r.URL.Path == "/metrics" }),
 	}
 	if len(cfg.trustXFF) > 0 {
 		mwOpts = append(mwOpts, httplimit.WithTrustedProxies(httplimit.XForwardedFor, cfg.trustXFF...))

@@ -192,3 +192,34 @@ func TestBadRules(t *testing.T) {
 	err = run(t.Context(), config{addr: "127.0.0.1:0", rules: "rules.conf", trustXFF: []string{"10.0.0.0/33"}})
 	require.Error(t, err, "an invalid trusted network")
 }
+
+// TestMetrics: /metrics reports the Service's decisions per API, scope and
+// outcome, without a client address anywhere, and is never limited itself.
+func TestMetrics(t *testing.T) {
+	base, _ := start(t, config{rules: "rules.conf", clock: clock.NewFake()})
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	get := func(path string) (int, string) {
+		t.Helper()
+		res, err := client.Get(base + path)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res.StatusCode, string(body)
+	}
+	for range 6 { // the default rule admits 5 in 10s
+		get("/hello")
+	}
+	var metrics string
+	for range 10 { // scrapes are exempt: never a 429
+		code, body := get("/metrics")
+		require.Equal(t, http.StatusOK, code)
+		metrics = body
+	}
+	assert.Contains(t, metrics, `admit_decisions_total{limits="token-bucket,5,10s",name="/hello",outcome="admitted",scope="default",source="policy"} 5`)
+	assert.Contains(t, metrics, `admit_decisions_total{limits="token-bucket,5,10s",name="/hello",outcome="denied",scope="default",source="policy"} 1`)
+	assert.Contains(t, metrics, `admit_store_keys{limits="token-bucket,5,10s",name="/hello",source="policy"} 1`)
+	assert.NotContains(t, metrics, "127.0.0.1", "a client address in the metrics")
+	assert.NotContains(t, metrics, `name="/metrics"`, "the exempt scrapes were decided")
+}
