@@ -7,20 +7,45 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	admitotel "github.com/admit-go/admit/otel"
 	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/prom"
 	"github.com/admit-go/admit/tally"
+	"github.com/prometheus/client_golang/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
 // observers are the rows of BenchmarkObserver: the Service without an
 // observer, and with each way of attaching one. tally is the counting the
 // exporters read; tally-timed adds the opt-in latency histogram (two clock
-// reads per Check).
+// reads per Check); prom and otel are the exporters' observers, registered
+// on a registry or a meter provider of their own (the same counting, read
+// at a scrape).
 var observers = []struct {
 	name string
 	make func(b *testing.B) admit.Observer // nil: no observer
 }{
 	{"none", nil},
 	{"tally", func(b *testing.B) admit.Observer { return mustTally(b) }},
+	{"prom", func(b *testing.B) admit.Observer {
+		c, err := prom.New()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := prometheus.NewRegistry().Register(c); err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}},
+	{"otel", func(b *testing.B) admit.Observer {
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+		o, err := admitotel.New(admitotel.WithMeterProvider(mp))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { o.Unregister() })
+		return o
+	}},
 	{"tally-timed", func(b *testing.B) admit.Observer { return mustTally(b, tally.WithLatency()) }},
 }
 
