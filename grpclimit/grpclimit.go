@@ -1,0 +1,373 @@
+package grpclimit
+
+import (
+	"context"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/clientip"
+	"github.com/admit-go/admit/internal/ratehdr"
+	"github.com/admit-go/admit/policy"
+)
+
+// Interceptor rate-limits the calls a gRPC server receives: it derives each
+// call's key, asks the limiter (or the Service) to admit it, and either
+// passes the call to its handler or refuses it with
+// codes.ResourceExhausted, a RetryInfo and a QuotaFailure (see the package
+// doc, "Denials"). Build one with [New] over an [admit.KeyedLimiter] or
+// [ForService] over a [policy.Service], and install
+// [Interceptor.UnaryServerInterceptor] and
+// [Interceptor.StreamServerInterceptor]; [Interceptor.Limit] makes it a
+// Limiter of go-grpc-middleware's ratelimit package too. The zero
+// Interceptor is not usable.
+//
+// An Interceptor is immutable and safe for concurrent use. Every method it
+// intercepts shares its limiter: a call to any of them draws on the same
+// budget for the same key.
+type Interceptor struct{ core }
+
+// Client rate-limits the calls a gRPC client sends: install
+// [Client.UnaryClientInterceptor] and [Client.StreamClientInterceptor] on
+// a connection, and a call its limiter denies fails at once with
+// codes.ResourceExhausted, as a server's denial would, without being sent.
+// Build one with [NewClient]; the zero Client is not usable. A Client is
+// immutable and safe for concurrent use.
+type Client struct{ core }
+
+// core is what the server and client interceptors share: the key, the
+// limiter or Service, the quotas and the instrument.
+type core struct {
+	cfg    config
+	client bool // NewClient's: metadata is outgoing, and there is no peer
+
+	lim   admit.KeyedLimiter // New, NewClient
+	comp  composite          // over a composite: lim, asked which rule bound
+	quota *ratehdr.Quota     // New, NewClient: the one quota
+
+	svc   *policy.Service // ForService
+	books ratehdr.Books   // ForService: the quotas of svc's books
+
+	key     KeyFunc
+	parts   []KeyPart
+	proxies *clientip.Proxies
+
+	// inst counts the calls, resolved once from WithObserver's Observer by
+	// the constructor; nil when there is none, or when the Observer counts
+	// nothing. timed is inst.Timed(), read then: only a timed instrument
+	// makes a call read the clock.
+	inst  admit.Instrument
+	timed bool
+}
+
+// composite is what New asks of a limiter of composite limits: the methods
+// of admit.CompositeStore it uses, which a remote store without Len and
+// Sweep (redisstore's Keyed) has too.
+type composite interface {
+	Limits() admit.Limits
+	AllowNWhich(key string, n int) (admit.Decision, int)
+}
+
+// New returns an Interceptor that limits the calls a server receives with
+// lim, one budget per key (the peer's IP address unless an option says
+// otherwise). The quota is named "default" ([WithPolicyName] or
+// [WithPolicy] name it otherwise); its rule, for the ratelimit-policy
+// metadata and a denial's QuotaFailure, is the limiter's own when it has a
+// Rule method (every store of packages atomic, locked and sharded has one)
+// or Limits. Over a limiter of composite limits (an [admit.CompositeStore],
+// or any KeyedLimiter with Limits and AllowNWhich) each rule is a policy of
+// its own, named after the quota and the rule's text
+// ("default:token-bucket,10,1s"), and a denial names the rule that denied,
+// as httplimit does.
+//
+// A nil lim, a bad option, options that do not apply to a KeyedLimiter
+// ([WithAPI]) and [WithPolicy] over a composite, whose one rule could not
+// describe it, are errors wrapping [admit.ErrInvalidOption].
+func New(lim admit.KeyedLimiter, opts ...Option) (*Interceptor, error) {
+	i := &Interceptor{}
+	if err := i.build("New", opts, false); err != nil {
+		return nil, err
+	}
+	if err := i.limiter("New", lim); err != nil {
+		return nil, err
+	}
+	return i, nil
+}
+
+// NewClient returns a Client that limits the calls a client sends with lim,
+// one budget per key: by default the call's full method ([FullMethod]), so
+// that each method has its own budget; [WithKey] and [WithKeyFrom] (with
+// FullMethod and [Metadata] of the outgoing metadata) choose otherwise. The
+// quota is named and described as for [New].
+//
+// A nil lim, a bad option and options that do not apply to outgoing calls
+// ([PeerIP] and [WithTrustedProxies]: a call has no peer before it is
+// sent; [WithAPI]; [WithAdmittedMetadata]) are errors wrapping
+// [admit.ErrInvalidOption].
+func NewClient(lim admit.KeyedLimiter, opts ...Option) (*Client, error) {
+	c := &Client{core{client: true}}
+	if err := c.build("NewClient", opts, true); err != nil {
+		return nil, err
+	}
+	if err := c.limiter("NewClient", lim); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ForService returns an Interceptor that limits the calls a server
+// receives with svc: each call is checked as svc.CheckNWhich(key, api, 1),
+// the key being the user (the peer's IP address unless an option says
+// otherwise) and api the full method name, "/package.Service/Method"
+// ([WithAPI] maps it otherwise). The quota named in the metadata and the
+// QuotaFailure is the rule book's entry that applied, as
+// [policy.Book.EntryFor] names it ("default", "api./pkg.Svc/Get",
+// "user.vip-1"); an entry of composite limits is one policy per rule, and
+// the rule that bound the decision is the one reported. The quotas of a
+// book are rendered once, when the interceptor first sees the book (at
+// ForService, and after each [policy.Service.Reload]).
+//
+// A nil svc, a bad option and options that do not apply to a Service
+// ([WithPolicy], [WithPolicyName]) are errors wrapping
+// [admit.ErrInvalidOption].
+func ForService(svc *policy.Service, opts ...Option) (*Interceptor, error) {
+	if svc == nil {
+		return nil, invalid("ForService(nil, …); pass a *policy.Service from policy.NewService")
+	}
+	i := &Interceptor{}
+	if err := i.build("ForService", opts, false); err != nil {
+		return nil, err
+	}
+	if i.cfg.policyName != "" {
+		return nil, invalid("%s applies to New and NewClient; a Service's quotas are the entries of its rule book", i.cfg.policyOpt)
+	}
+	if i.cfg.api == nil {
+		i.cfg.api = methodAPI
+	}
+	i.svc = svc
+	i.books.Of(svc.Book())
+	i.instrument(serviceName, admit.Limits{}, nil)
+	return i, nil
+}
+
+// methodAPI is the default API of a Service's call: the full method name.
+func methodAPI(fullMethod string) string { return fullMethod }
+
+// serviceName is the Labels.Name under which a ForService interceptor's
+// calls are observed (see WithObserver): a Service has no one quota to
+// name them after, and observes each API under its own name.
+const serviceName = "service"
+
+// build applies opts and checks what every interceptor needs; ctor names
+// the constructor, for errors.
+func (c *core) build(ctor string, opts []Option, client bool) error {
+	for i, opt := range opts {
+		if opt == nil {
+			return invalid("option %d is nil", i)
+		}
+		if err := opt(&c.cfg); err != nil {
+			return err
+		}
+	}
+	cfg := &c.cfg
+	c.proxies, c.parts = cfg.proxies, cfg.parts
+	if client {
+		switch {
+		case cfg.proxies != nil:
+			return invalid("WithTrustedProxies applies to a server's calls; an outgoing call has no peer address to key by")
+		case hasIP(cfg.parts):
+			return invalid("NewClient: PeerIP() is the address of a server's caller, which an outgoing call does not have; key by FullMethod() or Metadata(…)")
+		case cfg.api != nil:
+			return invalid("WithAPI applies to ForService; a KeyedLimiter has one budget per key, whatever the API")
+		case cfg.admittedMD:
+			return invalid("WithAdmittedMetadata applies to a server's interceptors, which send metadata to the caller; a Client's caller gets the numbers in the error of a denial")
+		}
+	} else if ctor == "New" && cfg.api != nil {
+		return invalid("WithAPI applies to ForService; a KeyedLimiter has one budget per key, whatever the API")
+	}
+	switch {
+	case cfg.key != nil:
+		if cfg.proxies != nil {
+			return invalid("WithTrustedProxies configures the peer address, which WithKey's function does not use; leave one out")
+		}
+		c.key = cfg.key
+	case cfg.parts != nil:
+		if cfg.proxies != nil && !hasIP(cfg.parts) {
+			return invalid("WithTrustedProxies configures the peer address, which WithKeyFrom's parts do not include; add PeerIP() or leave it out")
+		}
+		c.key = c.partsKey
+	case client:
+		c.parts = []KeyPart{FullMethod()}
+		c.key = c.partsKey
+	default:
+		c.parts = []KeyPart{PeerIP()}
+		c.key = c.partsKey
+	}
+	return nil
+}
+
+func hasIP(parts []KeyPart) bool {
+	for _, p := range parts {
+		if p.kind == partIP {
+			return true
+		}
+	}
+	return false
+}
+
+// limiter sets lim as the limiter of New or NewClient, with its quota and
+// instrument.
+func (c *core) limiter(ctor string, lim admit.KeyedLimiter) error {
+	if lim == nil {
+		return invalid("%s(nil, …); pass a KeyedLimiter, such as the one sharded.New(rule) returns", ctor)
+	}
+	c.lim = lim
+	name, rule := c.cfg.policyName, c.cfg.policyRule
+	if name == "" {
+		name = "default"
+	}
+	if cs, ok := lim.(composite); ok && cs.Limits().Len() > 1 {
+		limits := cs.Limits()
+		if rule != nil {
+			return invalid("WithPolicy(%s, %v) gives one rule, but the limiter enforces the composite %q, whose rules it reports itself; leave WithPolicy out, or name the quota with WithPolicyName(%s)",
+				quote(name), *rule, limits, quote(name))
+		}
+		c.comp = cs
+		c.quota = ratehdr.NewLimitsQuota(name, limits)
+		c.instrument(name, limits, lim)
+		return nil
+	}
+	if rule == nil {
+		if r, ok := lim.(interface{ Rule() admit.Rule }); ok {
+			rr := r.Rule()
+			rule = &rr
+		} else if cs, ok := lim.(composite); ok && cs.Limits().Len() == 1 {
+			rr := cs.Limits().At(0)
+			rule = &rr
+		}
+	}
+	c.quota = ratehdr.NewQuota(name, rule)
+	var limits admit.Limits // the zero Limits when the rule is not known
+	if rule != nil {
+		if l, err := admit.NewLimits(*rule); err == nil {
+			limits = l
+		}
+	}
+	c.instrument(name, limits, lim)
+	return nil
+}
+
+// instrument resolves the Instrument, once, from the WithObserver Observer,
+// with the labels of an interceptor: Source "grpc", Name name, Limits
+// limits, and Store lim when it reports its StoreStats.
+func (c *core) instrument(name string, limits admit.Limits, lim admit.KeyedLimiter) {
+	o := c.cfg.observer
+	if o == nil {
+		return
+	}
+	labels := admit.Labels{Source: "grpc", Name: name, Limits: limits}
+	if sr, ok := lim.(admit.StatsReporter); ok {
+		labels.Store = sr
+	}
+	c.inst = o.Instrument(labels)
+	c.timed = c.inst != nil && c.inst.Timed()
+}
+
+// outcome is what the interceptors do with a call.
+type outcome uint8
+
+const (
+	pass   outcome = iota // admitted, exempt, or let through by shadow mode
+	deny                  // denied by the limiter: ResourceExhausted
+	refuse                // without a key: InvalidArgument
+)
+
+// verdict is the decision about one call, and what the response needs to
+// describe it. It is returned by value: no allocation.
+type verdict struct {
+	out     outcome
+	decided bool // the limiter decided (not exempt, not unkeyed)
+	d       admit.Decision
+	q, p    *ratehdr.Quota // the quota, and its part that bound d
+	key     string
+	api     string
+}
+
+// decide decides one call to method: exemption, key, decision, shadow
+// mode and the hook, and the observation.
+func (c *core) decide(ctx context.Context, method string) verdict {
+	cfg := &c.cfg
+	if cfg.exempt != nil && cfg.exempt(ctx, method) {
+		return verdict{out: pass}
+	}
+	var start time.Time
+	if c.timed {
+		start = time.Now()
+	}
+	key, ok := c.key(ctx, method)
+	if !ok || key == "" || len(key) > MaxKeyBytes {
+		if cfg.unknownKey == "" {
+			if cfg.shadow {
+				if c.inst != nil {
+					c.observe(admit.ShadowDenied, start)
+				}
+				if cfg.hook != nil {
+					cfg.hook(ctx, Denial{FullMethod: method, Unkeyed: true})
+				}
+				return verdict{out: pass}
+			}
+			if c.inst != nil {
+				c.observe(admit.Errored, start)
+			}
+			return verdict{out: refuse}
+		}
+		key = cfg.unknownKey
+	}
+
+	v := verdict{decided: true, key: key}
+	which := 0
+	switch {
+	case c.svc != nil:
+		v.api = cfg.api(method)
+		book := c.svc.Book()
+		var limits admit.Limits
+		v.d, limits, which = c.svc.CheckNWhich(key, v.api, 1)
+		v.q = c.books.For(book, key, v.api, limits)
+	case c.comp != nil:
+		v.d, which = c.comp.AllowNWhich(key, 1)
+		v.q = c.quota
+	default:
+		v.d = c.lim.Allow(key)
+		v.q = c.quota
+	}
+	v.p = v.q.Part(which)
+	switch {
+	case v.d.Allowed:
+		if c.inst != nil {
+			c.observe(admit.Admitted, start)
+		}
+	case cfg.shadow:
+		if c.inst != nil {
+			c.observe(admit.ShadowDenied, start)
+		}
+		if cfg.hook != nil {
+			cfg.hook(ctx, Denial{Key: key, API: v.api, FullMethod: method, Policy: v.p.Name, Decision: v.d})
+		}
+	default:
+		if c.inst != nil {
+			c.observe(admit.Denied, start)
+		}
+		v.out = deny
+	}
+	return v
+}
+
+// observe counts one call with outcome o on c.inst, which callers check is
+// not nil first (so that an interceptor without one pays that check
+// alone); start is when the call's decision began, read only when c.timed.
+func (c *core) observe(o admit.Outcome, start time.Time) {
+	var latency time.Duration
+	if c.timed {
+		latency = time.Since(start)
+	}
+	c.inst.Observe(o, 1, latency)
+}
