@@ -7,13 +7,21 @@ GO ?= go
 all: test
 
 ## test: go vet, then every unit test under the race detector (what CI runs),
-## the Redis store's against a throwaway redis-server, then every benchmark of
-## bench/ and of the module once, so none can rot.
-test: vet unit allocs redis stress-short bench-check
+## the Redis store's against a throwaway redis-server, those of the other
+## modules (prom, otel, grpclimit, examples/httpserver), then every benchmark
+## of bench/ and of the module once, so none can rot.
+test: vet unit allocs redis modules stress-short bench-check
+
+## The modules of their own, each with its go.mod: the integrations whose
+## dependencies the core's users never download (Redis, Prometheus,
+## OpenTelemetry, gRPC) and the example server. redisstore's tests need a
+## redis-server and run in make redis; the others' in make modules.
+MODULES := redisstore prom otel grpclimit examples/httpserver
+OTHER_MODULES := prom otel grpclimit examples/httpserver
 
 vet:
 	$(GO) vet ./...
-	cd redisstore && $(GO) vet ./...
+	@for m in $(MODULES); do echo "cd $$m && $(GO) vet ./..."; (cd $$m && $(GO) vet ./...) || exit 1; done
 
 unit:
 	$(GO) test -race -count=1 -timeout 10m $$($(GO) list ./... | grep -v '/stress$$')
@@ -31,11 +39,23 @@ allocs:
 	$(GO) test -count=1 -run 'Alloc' ./...
 	$(GO) test -count=1 -run '^TestConformance/^algo=/^Allocs$$' ./atomic ./locked ./sharded
 
-## redis: the Redis store's tests (redisstore/, its own module). Each test
-## starts its own redis-server on a free loopback port; without a redis-server
-## binary they are skipped, unless ADMIT_REQUIRE_REDIS is set (as in CI).
+## redis: the Redis store's tests (redisstore/, its own module), then its
+## allocation budgets without the race detector. Each test starts its own
+## redis-server on a free loopback port; without a redis-server binary they
+## are skipped, unless ADMIT_REQUIRE_REDIS is set (as in CI).
 redis:
 	cd redisstore && $(GO) test -race -count=1 -timeout 10m ./...
+	cd redisstore && $(GO) test -count=1 -run 'Alloc' ./...
+
+## modules: the tests of prom, otel, grpclimit and examples/httpserver
+## (each its own module) under the race detector, then their allocation
+## budgets without it.
+.PHONY: modules
+modules:
+	@for m in $(OTHER_MODULES); do \
+		echo "cd $$m && $(GO) test -race -count=1 -timeout 10m ./..."; \
+		(cd $$m && $(GO) test -race -count=1 -timeout 10m ./... && $(GO) test -count=1 -run Alloc ./...) || exit 1; \
+	done
 
 ## stress-short: the stress harness in short mode (about 15 s on 2 cores).
 stress-short:
@@ -119,5 +139,5 @@ bench-check:
 lint: vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	GOARCH=386 $(GO) vet ./...
-	cd redisstore && GOARCH=386 $(GO) vet ./...
+	@for m in $(MODULES); do echo "cd $$m && GOARCH=386 $(GO) vet ./..."; (cd $$m && GOARCH=386 $(GO) vet ./...) || exit 1; done
 	cd bench && $(GO) run ./cmd/report -check

@@ -29,7 +29,15 @@ var packages = map[string]string{
 	"policy":      "github.com/admit-go/admit/policy",
 	"redisstore":  "github.com/admit-go/admit/redisstore",
 	"sharded":     "github.com/admit-go/admit/sharded",
+	"tally":       "github.com/admit-go/admit/tally",
 	"redis":       "github.com/redis/go-redis/v9",
+	"prom":        "github.com/admit-go/admit/prom",
+	"prometheus":  "github.com/prometheus/client_golang/prometheus",
+	"promhttp":    "github.com/prometheus/client_golang/prometheus/promhttp",
+	"admitotel":   "github.com/admit-go/admit/otel",
+	"sdkmetric":   "go.opentelemetry.io/otel/sdk/metric",
+	"grpclimit":   "github.com/admit-go/admit/grpclimit",
+	"grpc":        "google.golang.org/grpc",
 
 	"atomic":   "sync/atomic", // the library's atomic is admitatomic in every snippet
 	"context":  "context",
@@ -232,12 +240,12 @@ func TestGoSnippets(t *testing.T) {
 	root := findRoot(t)
 	dir := t.TempDir()
 	mod := filepath.Join(dir, "snippets")
-	// The workspace: the module, the Redis store's module (snippets of
-	// docs/redis.md use it) and the snippets', at the newest go version any
-	// of them asks for.
+	// The workspace: the module, the modules of the integrations (snippets
+	// of docs/redis.md, docs/observability.md and docs/grpc.md use them) and
+	// the snippets', at the newest go version any of them asks for.
 	goLine := "1.0"
 	work := ""
-	for _, m := range []string{root, filepath.Join(root, "redisstore")} {
+	for _, m := range []string{root, filepath.Join(root, "redisstore"), filepath.Join(root, "prom"), filepath.Join(root, "otel"), filepath.Join(root, "grpclimit")} {
 		gomod, err := os.ReadFile(filepath.Join(m, "go.mod"))
 		if err != nil {
 			continue
