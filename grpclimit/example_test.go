@@ -102,7 +102,7 @@ func ExampleNew() {
 // the Interceptor's RetryInfo and QuotaFailure, but not the ratelimit
 // trailer, which Limit sets on the call.
 func ExampleInterceptor_Limit() {
-	rule, err := admit.ParseRule("fixed-window,1,1h")
+	rule, err := admit.ParseRule("token-bucket,1,1h")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func ExampleInterceptor_Limit() {
 // A Client limits the calls a client sends, one budget per method by
 // default: a denied call is not sent.
 func ExampleNewClient() {
-	rule, err := admit.ParseRule("fixed-window,1,1h")
+	rule, err := admit.ParseRule("token-bucket,1,1h")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func ExampleNewClient() {
 	describe(err)
 	// Output:
 	// OK
-	// ResourceExhausted, retry in 1h0m0s, quota outgoing (fixed-window,1,1h)
+	// ResourceExhausted, retry in 1h0m0s, quota outgoing (token-bucket,1,1h)
 	// OK
 }
 
@@ -166,7 +166,7 @@ func ExampleNewClient() {
 func ExampleForService() {
 	book, err := policy.Parse(strings.NewReader(`
 default = token-bucket,100,1m
-api./grpc.health.v1.Health/List = fixed-window,1,1m
+api./grpc.health.v1.Health/List = token-bucket,1,1m
 `))
 	if err != nil {
 		log.Fatal(err)
@@ -191,7 +191,7 @@ api./grpc.health.v1.Health/List = fixed-window,1,1m
 	describe(err)
 	// Output:
 	// OK
-	// ResourceExhausted, retry in 1m0s, quota api./grpc.health.v1.Health/List (fixed-window,1,1m)
+	// ResourceExhausted, retry in 1m0s, quota api./grpc.health.v1.Health/List (token-bucket,1,1m)
 	// OK
 }
 
