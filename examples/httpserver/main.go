@@ -170,6 +170,9 @@ func newHandler(cfg config) (http.Handler, error) {
 			return httplimit.RouteAPI(pattern)
 		}),
 		httplimit.WithExempt(func(r *http.Request) bool { return r.URL.Path == "/healthz" || r.URL.Path == "/metrics" }),
+		// What the middleware did with each request (admitted, denied,
+		// shadow_denied, errored), beside the Service's per-API counts.
+		httplimit.WithObserver(metrics),
 	}
 	if len(cfg.trustXFF) > 0 {
 		mwOpts = append(mwOpts, httplimit.WithTrustedProxies(httplimit.XForwardedFor, cfg.trustXFF...))

@@ -220,6 +220,7 @@ func TestMetrics(t *testing.T) {
 	assert.Contains(t, metrics, `admit_decisions_total{limits="token-bucket,5,10s",name="/hello",outcome="admitted",scope="default",source="policy"} 5`)
 	assert.Contains(t, metrics, `admit_decisions_total{limits="token-bucket,5,10s",name="/hello",outcome="denied",scope="default",source="policy"} 1`)
 	assert.Contains(t, metrics, `admit_store_keys{limits="token-bucket,5,10s",name="/hello",source="policy"} 1`)
+	assert.Regexp(t, `admit_decisions_total\{limits="",name="service",outcome="denied",scope="",source="http"\} 1\n`, metrics)
 	assert.NotContains(t, metrics, "127.0.0.1", "a client address in the metrics")
 	assert.NotContains(t, metrics, `name="/metrics"`, "the exempt scrapes were decided")
 }

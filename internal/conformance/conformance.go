@@ -62,7 +62,8 @@ type Variant struct {
 var Algorithms = []admit.Algorithm{admit.TokenBucket, admit.FixedWindow, admit.SlidingLog, admit.SlidingCounter}
 
 // Run runs the whole suite against v: the keyed-store checks (store.go,
-// eviction.go, fullstore.go, memory.go, keys.go) too if v.Store is set.
+// eviction.go, fullstore.go, memory.go, keys.go, stats.go) too if v.Store
+// is set.
 func Run(t *testing.T, v Variant) {
 	t.Run("Errors", func(t *testing.T) { testErrors(t, v) })
 	t.Run("StoreOptions", func(t *testing.T) { testStoreOptions(t, v) })

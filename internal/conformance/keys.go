@@ -158,9 +158,12 @@ func testKeyCount(t *testing.T, v Variant, alg admit.Algorithm) {
 		}
 		fake.Advance(horizon(rule) + evict.Slack) // every old key is evictable
 		require.True(t, lim.Allow("new-0").Allowed)
-		require.Equal(t, evict.SweepMinLen-evict.SweepBatch+1, store.Len(),
-			"%v: the insertion into a shard of %d keys evicts %d idle keys", rule, evict.SweepMinLen, evict.SweepBatch)
-		require.Equal(t, evict.SweepMinLen-evict.SweepBatch, store.Sweep(), "%v: the other old keys", rule)
+		// The insertion sweeps up to SweepBatch idle keys: the lock-free
+		// table examines a bounded run of slots, which may hold fewer.
+		evicted := evict.SweepMinLen + 1 - store.Len()
+		require.True(t, evicted >= 1 && evicted <= evict.SweepBatch,
+			"%v: the insertion into a shard of %d idle keys evicted %d; want 1 to %d", rule, evict.SweepMinLen, evicted, evict.SweepBatch)
+		require.Equal(t, evict.SweepMinLen-evicted, store.Sweep(), "%v: the other old keys", rule)
 		// Only busy keys from here on: a new key is admitted exactly while
 		// the store holds fewer than maxKeys, so the count must be exact.
 		for i := 1; store.Len() < maxKeys; i++ {

@@ -41,8 +41,8 @@ type storeLimiter interface {
 }
 
 // runStore runs the keyed-store checks: the eviction checks (eviction.go),
-// the full-store policy (fullstore.go) and the memory a store holds and
-// gives back (memory.go).
+// the full-store policy (fullstore.go), the memory a store holds and
+// gives back (memory.go), and its statistics (stats.go).
 func runStore(t *testing.T, v Variant, alg admit.Algorithm) {
 	t.Run("EvictionEquivalence", func(t *testing.T) { testEvictionEquivalence(t, v, alg) })
 	t.Run("IncrementalEvictionEquivalence", func(t *testing.T) { testIncrementalEvictionEquivalence(t, v, alg) })
