@@ -125,13 +125,15 @@ bench-redis:
 
 ## bench-check: vet bench/ and run each of its benchmarks once (-short keeps
 ## the 1,000,000-key setups out), then each of the module's own benchmarks
-## once, sharded's BytesPerKey on 10,000 keys rather than a million (about
+## once, sharded's BytesPerKey on 10,000 keys rather than a million, and
+## grpclimit's interceptor benchmarks once (about
 ## 20 s on 2 cores): part of make test.
 bench-check:
 	cd bench && $(GO) vet ./...
 	cd bench && $(GO) test -count=1 -short -run . -bench . -benchtime=1x ./...
 	$(GO) test -count=1 -short -run '^$$' -bench . -benchtime=1x $$($(GO) list ./... | grep -v '/sharded$$')
 	$(GO) test -count=1 -short -run '^$$' -bench . -benchtime=1x ./sharded -bytes-per-key.keys=10000
+	cd grpclimit && $(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./...
 
 ## lint: formatting and vet, including for 32-bit targets.
 ## Then docs/benchmarks.md, and the figures README.md and docs/*.md quote,

@@ -38,6 +38,8 @@ var packages = map[string]string{
 	"sdkmetric":   "go.opentelemetry.io/otel/sdk/metric",
 	"grpclimit":   "github.com/admit-go/admit/grpclimit",
 	"grpc":        "google.golang.org/grpc",
+	"insecure":    "google.golang.org/grpc/credentials/insecure",
+	"ratelimit":   "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/ratelimit",
 
 	"atomic":   "sync/atomic", // the library's atomic is admitatomic in every snippet
 	"context":  "context",
