@@ -110,11 +110,13 @@ func protocolOf(lim admit.KeyedLimiter) protocol {
 // its hooks if it is a migrate.Store: Keep and Redirect for its life, and
 // Adopt too while a Reload's keys are moving (a limiter built during the
 // window keeps its Adopt after it, which then finds no Reload and returns).
+// A limiter of a LimiterFactory gets no hooks, whatever its type: the
+// Service moves none of its keys.
 func (s *Service) newAPILimiter(g *group, api string, lim admit.KeyedLimiter, which whicher) *apiLimiter {
 	a := &apiLimiter{lim: lim, which: which, g: g, api: api, obs: s.obs}
 	m, ok := lim.(migrate.Store)
-	if !ok {
-		return a
+	if !ok || s.build.target != nil {
+		return a // a LimiterFactory's limiter converts its keys itself (target.go)
 	}
 	a.mig = m
 	keep := func(user string) bool { return s.cur.Load().groupOf(user, api) == g }

@@ -78,6 +78,7 @@ type builder struct {
 	factory Factory        // from WithFactory; nil: defaultFactory
 	limits  LimitsFactory  // from WithLimitsFactory; nil: defaultLimitsFactory, unless factory is set
 	opts    []admit.Option // passed on to the factories: the caller's, less WithFactory and WithLimitsFactory
+	target  LimiterFactory // from WithLimiterFactory; nil: factory and limits build the limiters
 }
 
 // Factory builds a keyed limiter for a rule: the New function of a variant
@@ -232,6 +233,7 @@ type group struct {
 	build  *builder
 	kern   *kernel.Composite // the kernel of limits, for kernel.Convert
 	proto  protocol          // what the limiters of limits offer a Reload that moves their keys
+	carry  admit.Carry       // Target.Carry of the limiters a LimiterFactory builds (target.go)
 	// byAPI maps an API name to its *apiLimiter. Entries are added on first
 	// use and never removed; the group lives as long as a snapshot uses its
 	// limits.
@@ -347,7 +349,7 @@ func (g *group) limiter(api string) (*apiLimiter, error) {
 	if v, ok := g.byAPI.Load(api); ok {
 		return v.(*apiLimiter), nil
 	}
-	lim, which, err := g.build.newLimiter(g.limits)
+	lim, which, err := g.build.limiterFor(g, api, false)
 	if err != nil {
 		return nil, err
 	}
@@ -412,9 +414,11 @@ func (g *group) failClosed() (admit.Decision, int) {
 // unless WithFactory was given: then a composite in the book is an error
 // wrapping [admit.ErrUnsupported] that asks for WithLimitsFactory, rather
 // than limiters of two variants. Every other option is passed on to the
-// factories: WithClock(fake) makes every limiter read the fake clock. A nil
-// book, a book without a default rule (the zero Book), an invalid option and
-// a factory error are errors.
+// factories: WithClock(fake) makes every limiter read the fake clock.
+// [WithLimiterFactory] replaces both factories with one that builds
+// limiters whose state lives outside the process (redisstore.NewService
+// passes one). A nil book, a book without a default rule (the zero Book),
+// an invalid option and a factory error are errors.
 func NewService(book *Book, opts ...admit.Option) (*Service, error) {
 	if book == nil {
 		return nil, errors.New("policy: NewService(nil): want a *Book from Parse, ParseJSON or Load")
@@ -426,6 +430,12 @@ func NewService(book *Book, opts ...admit.Option) (*Service, error) {
 	factory, _ := set.Factory.(Factory)
 	limits, _ := set.LimitsFactory.(LimitsFactory)
 	obs, _ := set.Observer.(admit.Observer)
+	target, _ := set.LimiterFactory.(LimiterFactory)
+	if target != nil {
+		if err := targetOptions(set, set.Clock == clock.System()); err != nil {
+			return nil, err
+		}
+	}
 	passed := opts
 	if factory != nil || limits != nil || obs != nil {
 		// The factories' limiters get every other option as resolved, and
@@ -434,7 +444,7 @@ func NewService(book *Book, opts ...admit.Option) (*Service, error) {
 		passed = []admit.Option{plumb.NewOption(func(s *plumb.Settings) error { *s = set; return nil }).(admit.Option)}
 	}
 	s := &Service{clock: set.Clock, obs: obs}
-	s.build = builder{svc: s, factory: factory, limits: limits, opts: slices.Clone(passed)}
+	s.build = builder{svc: s, factory: factory, limits: limits, opts: slices.Clone(passed), target: target}
 	snap, err := s.compile(book, nil, admit.CarryNothing)
 	if err != nil {
 		return nil, err
@@ -521,7 +531,8 @@ func (s *Service) CheckNWhich(user, api string, n int) (admit.Decision, admit.Li
 //
 // A pair whose (limits, API) limiter was never built has nothing to reset,
 // and Reset returns nil. If that limiter has no Reset (one built by a
-// [WithFactory] or [WithLimitsFactory] factory of your own), Reset returns an error wrapping
+// [WithFactory], [WithLimitsFactory] or [WithLimiterFactory] factory of
+// your own; redisstore's), Reset returns an error wrapping
 // [admit.ErrUnsupported] and resets nothing. Reset builds nothing, and it
 // takes no lock shared by all pairs.
 func (s *Service) Reset(user, api string) error {
@@ -538,6 +549,10 @@ func (s *Service) Reset(user, api string) error {
 		return nil // never checked under this rule: fresh
 	}
 	r, ok := lim.(admit.Resetter)
+	if !ok && s.build.target != nil {
+		return fmt.Errorf("%w: policy: Service.Reset(%q, %q): the limiter factory's limiter, a %T, has no Reset(key string)",
+			admit.ErrUnsupported, user, api, lim)
+	}
 	if !ok {
 		return fmt.Errorf("%w: policy: Service.Reset(%q, %q): the factory's limiter, a %T, has no Reset(key string); build limiters with a variant's New (sharded.New, locked.New, atomic.New), whose stores all have it",
 			admit.ErrUnsupported, user, api, lim)
@@ -589,6 +604,12 @@ func (s *Service) Book() *Book { return s.cur.Load().book }
 // [admit.ErrUnsupported] that names the pair, and changes nothing:
 // WithCarry(admit.CarryNothing) is the way out.
 //
+// A Service given [WithLimiterFactory] moves no state: its Reload builds
+// the limiters of the new limits with the Reload's strategy as
+// Target.Carry, and each pair's state converts in its limiter at its first
+// Check under the new limits (see WithLimiterFactory); canCarry's refusal
+// does not apply.
+//
 // With WithCarry(admit.CarryNothing) a pair whose limits change continues
 // under the new limits with the state it has under them: fresh, unless it
 // ran under those same limits before and they stayed in use in between, in
@@ -617,7 +638,9 @@ func (s *Service) Reload(book *Book, opts ...ReloadOption) error {
 	if err != nil {
 		return err
 	}
-	if rs.carry == admit.CarryNothing {
+	if rs.carry == admit.CarryNothing || s.build.target != nil {
+		// Nothing to move: the limiters of a LimiterFactory convert each
+		// user's state on its first touch (target.go).
 		s.cur.Store(snap)
 		return nil
 	}
@@ -642,13 +665,22 @@ func (s *Service) compile(book *Book, old *snapshot, carry admit.Carry) (*snapsh
 		groups: map[admit.Limits]*group{},
 	}
 	fresh := map[*group]bool{} // groups new in this snapshot, whose limits no limiter has proven yet
+	// The Carry of the limiters a LimiterFactory builds: the Reload's, and
+	// CarryConsumed at start-up (target.go).
+	tc := carry
+	if old == nil {
+		tc = admit.CarryConsumed
+	}
 	groupFor := func(l admit.Limits) *group {
 		if g := snap.groups[l]; g != nil {
 			return g
 		}
 		g := old.group(l)
+		if g != nil && s.build.target != nil && g.carry != tc {
+			g = nil // built to convert as another Reload said: build anew
+		}
 		if g == nil {
-			g = &group{limits: l, build: &s.build, kern: kernel.NewComposite(l)}
+			g = &group{limits: l, build: &s.build, kern: kernel.NewComposite(l), carry: tc}
 			fresh[g] = true
 		}
 		snap.groups[l] = g
@@ -673,7 +705,7 @@ func (s *Service) compile(book *Book, old *snapshot, carry admit.Carry) (*snapsh
 				snap.apis[e.Name] = v.(*apiLimiter)
 				continue
 			}
-			lim, which, err := s.build.newLimiter(e.Limits)
+			lim, which, err := s.build.limiterFor(g, e.Name, false)
 			if err != nil {
 				return nil, fmt.Errorf("policy: building the limiter of %s: %w", e, err)
 			}
@@ -688,7 +720,7 @@ func (s *Service) compile(book *Book, old *snapshot, carry admit.Carry) (*snapsh
 	// limits it rejects fail now rather than at the first request.
 	for _, e := range book.Rules() {
 		if g := snap.groups[e.Limits]; fresh[g] {
-			lim, _, err := s.build.newLimiter(g.limits)
+			lim, _, err := s.build.limiterFor(g, "", true)
 			if err != nil {
 				return nil, fmt.Errorf("policy: building the limiter of %s: %w", e, err)
 			}
@@ -696,7 +728,7 @@ func (s *Service) compile(book *Book, old *snapshot, carry admit.Carry) (*snapsh
 			delete(fresh, g)
 		}
 	}
-	if carry != admit.CarryNothing {
+	if carry != admit.CarryNothing && s.build.target == nil {
 		if err := old.canCarry(snap, carry); err != nil {
 			return nil, err
 		}

@@ -36,6 +36,10 @@ type Settings struct {
 	// Observer is policy.WithObserver's, an admit.Observer; nil for none.
 	// Like Factory, only policy.NewService reads it.
 	Observer any
+	// LimiterFactory is policy.WithLimiterFactory's, a
+	// policy.LimiterFactory; nil for none. Like Factory, only
+	// policy.NewService reads it.
+	LimiterFactory any
 }
 
 // DefaultShards is four shards per processor (runtime.GOMAXPROCS at the time
@@ -108,9 +112,9 @@ func Resolve[O any](opts []O) (Settings, error) {
 var ErrUnsupported error
 
 // ResolveLimiter is Resolve for the constructors of package pkg (a variant):
-// policy.WithFactory, policy.WithLimitsFactory and policy.WithObserver,
-// which only policy.NewService reads, are errors there, never silently
-// ignored.
+// policy.WithFactory, policy.WithLimitsFactory, policy.WithLimiterFactory
+// and policy.WithObserver, which only policy.NewService reads, are errors
+// there, never silently ignored.
 func ResolveLimiter[O any](pkg string, opts []O) (Settings, error) {
 	s, err := Resolve(opts)
 	switch {
@@ -119,6 +123,8 @@ func ResolveLimiter[O any](pkg string, opts []O) (Settings, error) {
 		err = fmt.Errorf("%w: policy.WithFactory chooses the variant of a policy.Service's limiters; pass it to policy.NewService, not to %s's constructors", ErrUnsupported, pkg)
 	case s.LimitsFactory != nil:
 		err = fmt.Errorf("%w: policy.WithLimitsFactory chooses the variant of a policy.Service's composite limiters; pass it to policy.NewService, not to %s's constructors", ErrUnsupported, pkg)
+	case s.LimiterFactory != nil:
+		err = fmt.Errorf("%w: policy.WithLimiterFactory builds a policy.Service's limiters; pass it to policy.NewService, not to %s's constructors", ErrUnsupported, pkg)
 	case s.Observer != nil:
 		err = fmt.Errorf("%w: policy.WithObserver observes a policy.Service's decisions; pass it to policy.NewService, not to %s's constructors (a store reports its statistics through admit.StatsReporter)", ErrUnsupported, pkg)
 	}
