@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,6 +13,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/httplimit"
 	"github.com/admit-go/admit/locked"
+	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/redisstore"
 )
 
@@ -93,5 +95,41 @@ func ExampleAllowBatch() {
 		if c.Err != nil || !c.Decision.Allowed {
 			fmt.Println("refused by", c.Limiter.Rule())
 		}
+	}
+}
+
+// A policy.Service whose budgets live in Redis: every process built with the
+// same book, server and prefix shares each (user, API) budget, and each API
+// has keys of its own.
+func ExampleNewService() {
+	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
+	defer client.Close()
+	book, err := policy.Parse(strings.NewReader(`
+default    = token-bucket,100,1m
+api./login = fixed-window,5,1m
+api./pay   = fixed-window,5,1m
+user.vip-1 = token-bucket,1000,1m + fixed-window,20000,24h
+`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	svc, err := redisstore.NewService(client, book,
+		redisstore.Policy{Mode: redisstore.FailClosed, Timeout: 5 * time.Millisecond},
+		redisstore.WithPrefix("rl:"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The pair (user-42, /login) is the Redis key rl:/login:{user-42}; /pay,
+	// with equal rules, keeps its own budget at rl:/pay:{user-42}.
+	if d := svc.Check("user-42", "/login"); !d.Allowed {
+		fmt.Println("retry after", d.RetryAfter)
+	}
+	// A changed book: each pair converts what it spent on its next Check.
+	raised, err := policy.Parse(strings.NewReader("default = token-bucket,200,1m\n"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := svc.Reload(raised); err != nil {
+		log.Fatal(err)
 	}
 }
