@@ -31,6 +31,15 @@
 // error when Redis does not answer; Keyed has no Reset, which could only fail
 // silently.
 //
+// [NewService] runs a whole policy.Service on Redis, from a go-redis
+// client and a policy.Book: one Keyed limiter per (limits, API), each API
+// under a key prefix of its own (the base prefix, then the API name,
+// escaped), so that two APIs of equal rules never share a budget, while
+// every process with the same book and server shares each (user, API)
+// budget. A Reload, or a process started with a changed book, converts
+// each pair's state in Redis on its first decision under the new limits,
+// as [WithCarry] does. See docs/redis.md, "The Service on Redis".
+//
 // [WithObserver] reports a limiter's decisions to an admit.Observer (a
 // tally, exported to Prometheus or OpenTelemetry), under one set of labels
 // per limiter: Source "redis", Name the key prefix, and its Limits; never a
