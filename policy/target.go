@@ -59,7 +59,11 @@ type LimiterFactory func(Target) (admit.KeyedLimiter, error)
 // process): each user's state converts on its first Check under the new
 // limits, in the limiter, so the Reload returns at once, and its
 // WithCarry(c) is the c the limiters of its new limits are built with.
-// With admit.CarryNothing a user whose limits change starts afresh.
+// With admit.CarryNothing a user whose limits change starts afresh. A
+// Check that read the book just before a Reload published the new one is
+// decided by the limiter of the old limits, which may convert the pair's
+// state back to them (and the pair's next Check forward again): unlike the
+// Service's own limiters, these are not told that a pair moved.
 //
 // f must be safe to call from concurrent Checks. A limiter it returns for a
 // composite (Target.Limits of two or more rules) must have
