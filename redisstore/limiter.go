@@ -56,12 +56,16 @@ type Limiter struct {
 	clock     clock.Clock   // nil: the server's TIME
 	unit      time.Duration // nanoseconds per unit of the script's time
 
-	// The script's arguments after the reading and n, boxed once: units per
-	// millisecond, TTL slack in ms, the tag naming the rules and the units,
-	// stored with every state, and the strategy that converts a key of other
-	// rules ('' for none); then each rule's limit and Window in units, after
-	// its algorithm's letter in a composite.
+	// The arguments after the reading and n of a script whose text every
+	// limiter shares, boxed once: units per millisecond, TTL slack in ms, the
+	// tag naming the rules and the units, stored with every state, and the
+	// strategy that converts a key of other rules ('' for none); then each
+	// rule's limit and Window in units, after its algorithm's letter in a
+	// composite. A rule whose state is a string has a script of its own,
+	// with these in its text (see script.go): own is then true, and its
+	// calls send only the reading and n.
 	fixed []any
+	own   bool
 
 	// inst counts the limiter's decisions, resolved once by newLimiter
 	// from [WithObserver]'s Observer; nil when there is none, or when it
@@ -290,8 +294,13 @@ func newLimiter(client redis.Scripter, limits admit.Limits, opts []Option) (*Lim
 		}
 	} else {
 		r := limits.At(0)
-		l.script = scripts[r.Algorithm]
 		l.fixed = append(l.fixed, int64(r.Limit), int64(r.Window/l.unit))
+		if r.Algorithm == admit.SlidingLog {
+			l.script = slidingLogScript
+		} else {
+			l.script = ruleScript(r, int64(time.Millisecond/l.unit), int64(evict.Slack/time.Millisecond), tag, carryLetter(cfg.carry), int64(r.Window/l.unit))
+			l.own = true
+		}
 	}
 	l.resolve(cfg.observer)
 	return l, nil
@@ -541,6 +550,9 @@ func (l *Limiter) args(n int) ([]any, error) {
 		}
 		now = int64(t)
 	}
+	if l.own {
+		return []any{now, probe}, nil
+	}
 	args := make([]any, 2, 2+len(l.fixed))
 	args[0], args[1] = now, probe
 	return append(args, l.fixed...), nil
@@ -549,7 +561,7 @@ func (l *Limiter) args(n int) ([]any, error) {
 // decision decodes the script's reply to a request of n: the Decision and
 // the index of the rule that bound it.
 func (l *Limiter) decision(cmd *redis.Cmd, key string, n int) (admit.Decision, int, error) {
-	res, err := cmd.Int64Slice()
+	reply, err := cmd.Result()
 	if err != nil {
 		return admit.Decision{}, 0, fmt.Errorf("redisstore: %s, key %q: %w", l.name, key, err)
 	}
@@ -557,8 +569,16 @@ func (l *Limiter) decision(cmd *redis.Cmd, key string, n int) (admit.Decision, i
 	if l.composite {
 		want = 5 // and the rule that bound
 	}
-	if len(res) != want || (l.composite && (res[4] < 0 || res[4] >= int64(l.limits.Len()))) {
-		return admit.Decision{}, 0, fmt.Errorf("redisstore: %s, key %q: the script replied %v, want %d integers", l.name, key, res, want)
+	// The reply's integers, read from go-redis's []any without the []int64
+	// that cmd.Int64Slice would allocate.
+	var res [5]int64
+	vals, ok := reply.([]any)
+	ok = ok && len(vals) == want
+	for i := 0; ok && i < want; i++ {
+		res[i], ok = vals[i].(int64)
+	}
+	if !ok || (l.composite && (res[4] < 0 || res[4] >= int64(l.limits.Len()))) {
+		return admit.Decision{}, 0, fmt.Errorf("redisstore: %s, key %q: the script replied %v, want %d integers", l.name, key, reply, want)
 	}
 	which := 0
 	if l.composite {

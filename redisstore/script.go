@@ -3,42 +3,116 @@ package redisstore
 import (
 	"embed"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/admit-go/admit"
 )
 
-// The decision scripts are put together from the files of lua/: the shared
-// prelude (time, exact integer helpers, the tag's error), the conversion of
-// a key written under other rules (carry.lua, kernel.Convert's
-// translation, which WithCarry enables), the algorithms, each a Lua function
-// that translates its kernel in internal/kernel and decides on a state it
-// is given, and last the part that reads the key, calls them and writes. A single rule's script holds its one algorithm, and reads and
-// writes a string (single.lua) or, for a sliding log, a list (list.lua);
-// the composite script holds all four and decides every rule of a Limits on
-// one hash (composite.lua), so that each algorithm is written once. The
-// conformance suite holds the scripts to the kernels' Decisions.
+// The decision scripts are put together from the files of lua/: a header
+// that defines the limiter's constants, the shared prelude (time, exact
+// integer helpers, the tag's error), the conversion of a key written under
+// other rules (carry.lua, kernel.Convert's translation, which WithCarry
+// enables), the algorithms, each a Lua function that translates its kernel
+// in internal/kernel and decides on a state it is given, and last the part
+// that reads the key, calls them and writes. A single rule's script holds
+// its one algorithm, and reads and writes a string (single.lua) or, for a
+// sliding log, a list (list.lua); the composite script holds all four and
+// decides every rule of a Limits on one hash (composite.lua), so that each
+// algorithm is written once. The conformance suite holds the scripts to the
+// kernels' Decisions.
+//
+// Two kinds of header. A rule whose state is a string (token bucket, fixed
+// window, sliding counter) gets a script of its own ([ruleScript]), with
+// its constants written in its text: Lua compiles them once, as constants,
+// and a call sends only the key, the reading and n, where sending them
+// costs Redis a string per argument per call, and converting the numbers.
+// Every other script ([mustScript]: the sliding log's, the composite's) has
+// one text for all limiters, and reads the constants and rules from its
+// arguments. The helpers (helpers.lua) follow the prelude in every script
+// but a token bucket's that converts nothing, which calls none of them and
+// so does not create their closures at every decision. docs/redis.md
+// ("Performance") gives what each of these saves.
 //
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
 var (
-	scripts = map[admit.Algorithm]*redis.Script{
-		admit.TokenBucket:    mustScript("tokenbucket.lua", "local decide = tokenbucket\n", "single.lua"),
-		admit.FixedWindow:    mustScript("fixedwindow.lua", "local decide = fixedwindow\n", "single.lua"),
-		admit.SlidingLog:     mustScript("slidinglog.lua", "list.lua"),
-		admit.SlidingCounter: mustScript("slidingcounter.lua", "local decide = slidingcounter\n", "single.lua"),
-	}
-	compositeScript = mustScript("tokenbucket.lua", "fixedwindow.lua", "slidinglog.lua", "slidingcounter.lua", "composite.lua")
+	slidingLogScript = mustScript("slidinglog.lua", "list.lua")
+	compositeScript  = mustScript("tokenbucket.lua", "fixedwindow.lua", "slidinglog.lua", "slidingcounter.lua", "composite.lua")
 )
 
-// mustScript returns the script of the prelude and the conversion followed
-// by parts, each a file of lua/ or, if it ends in a newline, a line of Lua.
+// argsHeader is the header of a script whose text every limiter shares: it
+// reads the limiter's constants from ARGV[3] to ARGV[6] (see prelude.lua).
+const argsHeader = "local perMs, slackMs, tag, strategy = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], ARGV[6]\n"
+
+// noCarry stands for carry.lua in the script of a limiter that converts
+// nothing: carry then only raises the error the key met, as carry.lua's
+// does (error itself, so that no closure is created for it).
+const noCarry = "local carry = error\n"
+
+// mustScript returns the script, shared by every limiter, of argsHeader,
+// the prelude, the helpers and the conversion followed by parts, each a
+// file of lua/ or, if it ends in a newline, Lua text.
 func mustScript(parts ...string) *redis.Script {
+	return redis.NewScript(assemble(append([]string{argsHeader, "prelude.lua", "helpers.lua", "carry.lua"}, parts...)))
+}
+
+// ruleScripts holds the scripts ruleScript built, by header and algorithm:
+// limiters of equal rules, units and conversion share one. It holds one
+// script per such rule the process has built a limiter for, never more.
+var ruleScripts sync.Map // string → *redis.Script
+
+// ruleScript returns the script of a limiter of one rule r, whose state is
+// a string (not a sliding log), with its constants in its text: units per
+// millisecond, TTL slack in milliseconds, the tag, the conversion strategy
+// (empty for none, which leaves carry.lua out), the rule's limit and window
+// in units, and the pattern and formats that read and write its state (see
+// single.lua). The tag, built by newLimiter, holds only letters, digits,
+// '/' and ':', none of them special in a Lua string or pattern, or in a
+// format.
+func ruleScript(r admit.Rule, perMs, slackMs int64, tag, strategy string, window int64) *redis.Script {
+	format := "%d %d"
+	if r.Algorithm == admit.SlidingCounter {
+		format = "%d %d %d" // window index, previous and current counts
+	}
+	header := fmt.Sprintf("local perMs, slackMs, tag, strategy = %d, %d, '%s', '%s'\n"+
+		"local limit, window = %d, %d\n"+
+		"local statePattern, stateFormat, stateZero = '^%s (%%S+) (%%S+) ?(%%S*)$', '%s %s', '%s %%d 0'\n",
+		perMs, slackMs, tag, strategy, r.Limit, window, tag, tag, format, tag)
+	if s, ok := ruleScripts.Load(header); ok {
+		return s.(*redis.Script)
+	}
+	var alg string
+	switch r.Algorithm {
+	case admit.TokenBucket:
+		alg = "tokenbucket"
+	case admit.FixedWindow:
+		alg = "fixedwindow"
+	case admit.SlidingCounter:
+		alg = "slidingcounter"
+	default:
+		panic(fmt.Sprintf("redisstore: ruleScript(%v): not a rule whose state is a string", r.Algorithm)) // newLimiter never asks
+	}
+	parts := []string{header, "prelude.lua", "helpers.lua", "carry.lua", alg + ".lua", "local decide = " + alg + "\n", "single.lua"}
+	if strategy == "" {
+		parts[3] = noCarry
+		if r.Algorithm == admit.TokenBucket {
+			parts = slices.Delete(parts, 2, 3) // it calls no helper
+		}
+	}
+	s, _ := ruleScripts.LoadOrStore(header, redis.NewScript(assemble(parts)))
+	return s.(*redis.Script)
+}
+
+// assemble returns the text of parts, each a file of lua/ or, if it ends
+// in a newline, Lua text.
+func assemble(parts []string) string {
 	var b strings.Builder
-	for _, p := range append([]string{"prelude.lua", "carry.lua"}, parts...) {
+	for _, p := range parts {
 		if strings.HasSuffix(p, "\n") {
 			b.WriteString(p)
 			continue
@@ -47,7 +121,16 @@ func mustScript(parts ...string) *redis.Script {
 		if err != nil {
 			panic(fmt.Sprintf("redisstore: embedded script %s: %v", p, err)) // a build defect, caught by every test
 		}
+		if p == "carry.lua" {
+			// The header defines strategy for every script: a line of
+			// carry.lua reading it from ARGV[6] would hide it, with nil in
+			// a script that takes no such argument.
+			src = []byte(strings.Replace(string(src), "local strategy = ARGV[6]\n", "", 1))
+			if strings.Contains(string(src), "= ARGV[") {
+				panic("redisstore: lua/carry.lua reads ARGV: it must take its strategy from the header") // a build defect, caught by every test
+			}
+		}
 		b.Write(src)
 	}
-	return redis.NewScript(b.String())
+	return b.String()
 }

@@ -1,16 +1,22 @@
 -- admit: shared head of every decision script (see redisstore/script.go).
 --
+-- Before it, the script's header defines the limiter's constants:
+--   perMs     units per millisecond: 1000000 (ns) or 1000 (µs)
+--   slackMs   extra milliseconds on every TTL
+--   tag       tag naming the rules and units, kept with the state
+--   strategy  what a key of other rules carries: '' (nothing: it is an
+--             error), 'c' consumed, 'p' proportional, 'n' nothing (see
+--             carry.lua)
+-- A script of one rule whose state is a string (single.lua) has them, and
+-- its rule's limit and window, written in its text, as Lua constants: its
+-- call sends only the key, the reading and n. A script whose text every
+-- limiter shares (a sliding log's, a composite's) reads them from ARGV[3]
+-- to ARGV[6], and its rules from ARGV[7] on.
+--
 -- KEYS[1]  the limiter key, prefix{key}
 -- ARGV[1]  the reading in units, or '' to read the server's TIME in µs
 -- ARGV[2]  n, 0 <= n <= the smallest limit (the client answers other n
 --          without a script)
--- ARGV[3]  units per millisecond: 1000000 (ns) or 1000 (µs)
--- ARGV[4]  extra milliseconds on every TTL
--- ARGV[5]  tag naming the rules and units, kept with the state
--- ARGV[6]  what a key of other rules carries: '' (nothing: it is an error),
---          'c' consumed, 'p' proportional, 'n' nothing (see carry.lua)
--- ARGV[7…] the rules: see the script's last part (single.lua, list.lua or
---          composite.lua)
 --
 -- Each algorithm is a function of (limit, window, n, state) that reads the
 -- state, decides as its kernel does, and returns allowed (1 or 0),
@@ -42,9 +48,6 @@
 -- cannot parse that line.
 local key = KEYS[1]
 local n = tonumber(ARGV[2])
-local perMs = tonumber(ARGV[3])
-local slackMs = tonumber(ARGV[4])
-local tag = ARGV[5]
 
 local now
 if ARGV[1] == '' then
@@ -55,39 +58,10 @@ else
   now = tonumber(ARGV[1])
 end
 
--- fdiv returns floor(a / b) for b > 0. For integers below 2^53 the rounded
--- quotient never crosses an integer, so math.floor alone is exact; the
--- remainder check keeps it exact should that argument ever be wrong.
-local function fdiv(a, b)
-  local q = math.floor(a / b)
-  local r = a - q * b
-  if r < 0 then
-    q = q - 1
-  elseif r >= b then
-    q = q + 1
-  end
-  return q
-end
-
--- wait returns the non-negative wait from now until t.
-local function wait(t)
-  if t <= now then
-    return 0
-  end
-  return t - now
-end
-
--- ttl returns the key's time to live, in milliseconds, for a state that is
--- fresh (equivalent to a missing key) after the given wait in units: rounded
--- up, plus the slack, so that Redis never expires a state before it is fresh.
-local function ttl(units)
-  return fdiv(units + perMs - 1, perMs) + slackMs
-end
-
--- another returns the error of a key whose state s, a string that starts
--- with its tag, is not this limiter's, for a limiter that converts nothing
--- (see carry.lua): a state written for other rules is never misread.
-local function another(s)
-  return {err = 'ADMIT key ' .. key .. ' holds state of another rule (' .. string.sub(s, 1, #tag + 40) ..
-    ', want ' .. tag .. '): give limiters of different rules different prefixes, or convert (WithCarry)'}
-end
+-- anotherRule formats the error of a key whose state s, a string that
+-- starts with its tag, is not this limiter's, for a limiter that converts
+-- nothing (see carry.lua): string.format(anotherRule, key,
+-- string.sub(s, 1, #tag + 40), tag). A state written for other rules is
+-- never misread.
+-- (One literal: Lua 5.1 would join two at every run.)
+local anotherRule = 'ADMIT key %s holds state of another rule (%s, want %s): give limiters of different rules different prefixes, or convert (WithCarry)'
