@@ -109,6 +109,12 @@ var ErrCircuitOpen = errors.New("redisstore: Redis not asked, a recent call fail
 // count and drop keys held in this process, and a Redis store holds none
 // (Redis expires them); Reset is the Limiter's, which returns an error (see
 // [Limiter.Reset]).
+//
+// Keyed has no reservations, so admit.WaitKey polls it: each waiter sleeps
+// for its denial's RetryAfter and asks again, and waiters of one key wake
+// together to race for a token. For a token bucket, [NewKeyedReserver]
+// returns a [KeyedReserver] instead, whose waiters are handed successive
+// slots across every process sharing the server.
 type Keyed struct {
 	l        *Limiter
 	policy   Policy
