@@ -86,6 +86,25 @@ func TestCluster(t *testing.T) {
 	t.Run("Conformance", func(t *testing.T) { runConformance(t, cc) })
 	t.Run("CompositeConformance", func(t *testing.T) { runCompositeConformance(t, cc) })
 	t.Run("Composite", func(t *testing.T) { runCompositeDifferential(t, cc) })
+	t.Run("Reset", func(t *testing.T) {
+		// A token bucket's Reset unlinks its hold with the state; a key with
+		// an empty hash tag, whose hold would be in another slot, is reset
+		// all the same.
+		tb, err := redisstore.New(cc, admit.Rule{Algorithm: admit.TokenBucket, Limit: 2, Window: time.Minute}, redisstore.WithPrefix("cluster-reset:"), redisstore.WithClock(clock.NewFake()))
+		require.NoError(t, err)
+		for _, key := range []string{"alice", "", "}x", "a}b"} {
+			d, err := tb.AllowN(ctx, key, 2)
+			require.NoError(t, err, "key %q", key)
+			require.True(t, d.Allowed)
+			require.NoError(t, tb.Reset(ctx, key), "Reset(%q)", key)
+			n, err := cc.Exists(ctx, tb.Key(key)).Result()
+			require.NoError(t, err)
+			assert.Zero(t, n, "Reset(%q) deleted the state", key)
+			d, err = tb.AllowN(ctx, key, 2)
+			require.NoError(t, err)
+			assert.True(t, d.Allowed, "key %q: a fresh bucket", key)
+		}
+	})
 	t.Run("Batch", func(t *testing.T) {
 		hook := new(countingHook)
 		cc.AddHook(hook)

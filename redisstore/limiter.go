@@ -510,17 +510,35 @@ func timedOut(err error) bool {
 // would refuse to read, or with [WithCarry] convert). Across a failover, asynchronous replication can lose
 // the deletion as it can lose a decision's write: the key's old state then
 // comes back (see docs/redis.md).
+//
+// A token bucket's Reset also deletes the key's hold (see
+// [NewKeyedReserver]), in the same UNLINK: a reservation made before the
+// reset can then never be cancelled against a state made after it. On a
+// Redis Cluster a key whose hash tag is empty (the key "", or one that
+// starts with '}') has its hold in another slot, where no reservation can
+// have written one (they fail with CROSSSLOT): its Reset unlinks the state
+// alone, after the server refused the pair.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
-	var err error
-	if c, ok := l.client.(unlinker); ok {
-		err = c.Unlink(ctx, l.Key(key)).Err()
-	} else {
-		err = l.client.Eval(ctx, unlinkScript, []string{l.Key(key)}).Err()
+	keys := []string{l.Key(key)}
+	if !l.composite && l.limits.At(0).Algorithm == admit.TokenBucket {
+		keys = append(keys, l.Key(key)+":hold")
+	}
+	err := l.unlink(ctx, keys)
+	if len(keys) > 1 && redis.HasErrorPrefix(err, "CROSSSLOT") {
+		err = l.unlink(ctx, keys[:1])
 	}
 	if err != nil {
 		return fmt.Errorf("redisstore: %s, key %q: reset: %w", l.name, key, err)
 	}
 	return nil
+}
+
+// unlink deletes keys in one UNLINK, sent by the client or from a script.
+func (l *Limiter) unlink(ctx context.Context, keys []string) error {
+	if c, ok := l.client.(unlinker); ok {
+		return c.Unlink(ctx, keys...).Err()
+	}
+	return l.client.Eval(ctx, unlinkScript, keys).Err()
 }
 
 // unlinker is a client that can send UNLINK itself: *redis.Client,
@@ -532,7 +550,7 @@ type unlinker interface {
 // unlinkScript is Reset's one round trip through a client that offers only
 // redis.Scripter. It is sent with EVAL, never EVALSHA, so that a server that
 // has lost its scripts costs no second round trip.
-const unlinkScript = "return redis.call('UNLINK', KEYS[1])"
+const unlinkScript = "return redis.call('UNLINK', unpack(KEYS))"
 
 // args returns the script's arguments for a request of n at the current
 // reading (a request that can never pass is sent as a probe, n = 0, for

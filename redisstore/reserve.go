@@ -31,7 +31,8 @@ import (
 // at [Limiter.Key](key) + ":hold", in the same Cluster slot (the key's
 // hash tag) except for keys whose hash tag is empty (the key "", or one
 // that starts with '}'), whose reservations a Redis Cluster refuses
-// (CROSSSLOT) and the Policy decides. The hold expires with the state.
+// (CROSSSLOT) and the Policy decides. The hold expires with the state, and
+// [Limiter.Reset] deletes it with the state.
 //
 // Its Allow and AllowN are Keyed's, bounded by Policy.Timeout, decided by
 // Policy.Mode when Redis fails and counted by [WithObserver] as Keyed's
