@@ -41,6 +41,9 @@ type pipeliner interface {
 // Every call's Limiter must use the same client, one that can pipeline (a
 // *redis.Client, *redis.ClusterClient or *redis.Ring); otherwise AllowBatch
 // decides nothing and returns an error wrapping admit.ErrInvalidOption. A
+// limiter built with [WithWaitReplicas] is refused the same way, with an
+// error wrapping admit.ErrUnsupported: a batch's admissions are not waited
+// on. A
 // call's own failure (the network, ctx, a clock reading out of range) is in
 // its Err; when the server has lost the scripts, the calls that met
 // NOSCRIPT are sent again with EVAL, in order, in a second round trip.
@@ -52,6 +55,9 @@ func AllowBatch(ctx context.Context, calls []Call) error {
 	for i := range calls {
 		if l := calls[i].Limiter; l == nil || l.client != first.client {
 			return fmt.Errorf("%w: redisstore.AllowBatch: call %d's Limiter is nil or uses another client than call 0's", admit.ErrInvalidOption, i)
+		}
+		if calls[i].Limiter.wait != nil {
+			return fmt.Errorf("%w: redisstore.AllowBatch: call %d's Limiter waits for replicas (WithWaitReplicas), which a batch does not; call its AllowN", admit.ErrUnsupported, i)
 		}
 	}
 	client, ok := first.client.(pipeliner)

@@ -48,6 +48,15 @@
 // instead of Redis as fell back. Observing adds no allocation and no lookup
 // to a decision.
 //
+// Redis replicates asynchronously: a failover to a replica (Sentinel's,
+// or a Cluster's) loses the writes the old primary acknowledged but had not
+// yet passed on, and every admission lost that way is admitted again, above
+// the rule. [WithWaitReplicas] acknowledges an admission only once that
+// many replicas hold it (Redis's WAIT, in the same round trip), and reports
+// one they did not acknowledge in time as an error wrapping
+// [ErrNotReplicated]; docs/redis.md ("Failover") says what that does and
+// does not guarantee, and gives a Sentinel failover's measured figures.
+//
 // On a server out of memory under maxmemory-policy noeviction, an admission
 // fails with Redis's OOM error having written nothing: every script reads and
 // decides before it writes, and writes first with a command Redis refuses

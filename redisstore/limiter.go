@@ -73,6 +73,8 @@ type Limiter struct {
 	// instrument makes a decision read the clock.
 	inst  admit.Instrument
 	timed bool
+
+	wait *waiter // WithWaitReplicas's; nil: admissions are not waited on
 }
 
 // Option configures a [Limiter]. A bad option makes [New] and [NewLimits]
@@ -84,6 +86,7 @@ type config struct {
 	clock    clock.Clock
 	carry    admit.Carry    // 0: a key of another rule is an error
 	observer admit.Observer // nil: no decision observed
+	wait     *waiter        // nil: no WAIT (WithWaitReplicas)
 }
 
 // WithPrefix sets the prefix of the limiter's Redis keys (default
@@ -247,6 +250,9 @@ func newLimiter(client redis.Scripter, limits admit.Limits, opts []Option) (*Lim
 			return nil, err
 		}
 	}
+	if err := cfg.wait.check(client); err != nil {
+		return nil, err
+	}
 	l := &Limiter{
 		client:    client,
 		limits:    limits,
@@ -256,6 +262,7 @@ func newLimiter(client redis.Scripter, limits admit.Limits, opts []Option) (*Lim
 		prefix:    cfg.prefix,
 		clock:     cfg.clock,
 		unit:      time.Nanosecond,
+		wait:      cfg.wait,
 	}
 	if l.clock == nil {
 		l.unit = time.Microsecond
@@ -434,6 +441,9 @@ func (l *Limiter) allowNWhich(ctx context.Context, key string, n int) (admit.Dec
 	args, err := l.args(n)
 	if err != nil {
 		return admit.Decision{}, 0, err
+	}
+	if l.wait != nil {
+		return l.allowAndWait(ctx, key, n, args)
 	}
 	return l.decision(l.script.Run(ctx, l.client, []string{l.Key(key)}, args...), key, n)
 }

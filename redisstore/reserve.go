@@ -56,8 +56,9 @@ var reserveScript = mustScript("tokenbucket.lua", "reserve.lua")
 // NewKeyedReserver returns l behind policy, as [NewKeyed] does, with
 // reservations. l must enforce one token-bucket rule: any other rule, or a
 // composite (even of token buckets), is refused with an error wrapping
-// admit.ErrUnsupported; use NewKeyed for those. The policy is checked as
-// NewKeyed checks it.
+// admit.ErrUnsupported; use NewKeyed for those. So is a limiter built
+// with [WithWaitReplicas], whose promise a reservation, not waited on,
+// would break. The policy is checked as NewKeyed checks it.
 func NewKeyedReserver(l *Limiter, policy Policy) (*KeyedReserver, error) {
 	if l == nil {
 		return nil, fmt.Errorf("%w: redisstore.NewKeyedReserver: the Limiter is nil", admit.ErrInvalidOption)
@@ -67,6 +68,11 @@ func NewKeyedReserver(l *Limiter, policy Policy) (*KeyedReserver, error) {
 	}
 	if r := l.limits.At(0); r.Algorithm != admit.TokenBucket {
 		return nil, fmt.Errorf("%w: redisstore.NewKeyedReserver(%s): only a token bucket hands out reservations; use NewKeyed, whose waiters admit.WaitKey polls", admit.ErrUnsupported, r)
+	}
+	if l.wait != nil {
+		// The reservation script's writes are not waited on: a reserver
+		// would break WithWaitReplicas' promise for every reservation.
+		return nil, fmt.Errorf("%w: redisstore.NewKeyedReserver(%s): reservations are not acknowledged by replicas; build the reserver over a Limiter without WithWaitReplicas", admit.ErrUnsupported, l.name)
 	}
 	k, err := NewKeyed(l, policy)
 	if err != nil {
