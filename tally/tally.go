@@ -14,9 +14,10 @@
 // # Cost
 //
 // A decision adds one to one counter: a counter is striped over cache lines
-// (about four per processor), and a goroutine adds to the stripe its
-// processor last used, found through a sync.Pool, so that goroutines on
-// different processors do not pass one cache line back and forth. No
+// (about four per processor), and a goroutine adds to a stripe chosen by
+// the address of its own stack, so that goroutines running at once on
+// different processors do not pass one cache line back and forth (when two
+// meet on a stripe, every goroutine moves to another). No
 // allocation, no lock, no map lookup: the instrument of a set of labels is
 // resolved once, when the limiter behind them is built. With the latency
 // histogram, the caller reads the clock twice per decision and the
