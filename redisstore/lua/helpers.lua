@@ -3,7 +3,7 @@
 -- of the script creates anew (EVALSHA runs the whole script body): the
 -- token bucket and the part that reads and writes a string (single.lua)
 -- use none of them, so that a token bucket's script, which leaves this
--- file out, creates no closure but its algorithm's.
+-- file out and runs its decision in place, creates no closure at all.
 
 -- fdiv returns floor(a / b) for b > 0. For integers with |a| < 2^53 the
 -- rounded quotient never crosses an integer (the rounding error, at most
