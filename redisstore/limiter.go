@@ -14,6 +14,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/evict"
+	"github.com/admit-go/admit/internal/kernel"
 )
 
 // The exact domain of the scripts, whose numbers are Lua doubles: integers
@@ -75,6 +76,11 @@ type Limiter struct {
 	timed bool
 
 	wait *waiter // WithWaitReplicas's; nil: admissions are not waited on
+
+	// tb is the kernel of a token bucket's rule script, whose reply is the
+	// bucket's debt (see fromDebt), with the rule's Window in units; nil
+	// for every other script.
+	tb *kernel.TokenBucket
 }
 
 // Option configures a [Limiter]. A bad option makes [New] and [NewLimits]
@@ -307,6 +313,9 @@ func newLimiter(client redis.Scripter, limits admit.Limits, opts []Option) (*Lim
 		} else {
 			l.script = ruleScript(r, int64(time.Millisecond/l.unit), int64(evict.Slack/time.Millisecond), tag, carryLetter(cfg.carry), int64(r.Window/l.unit))
 			l.own = true
+			if r.Algorithm == admit.TokenBucket {
+				l.tb = kernel.NewTokenBucket(admit.Rule{Algorithm: admit.TokenBucket, Limit: r.Limit, Window: r.Window / l.unit})
+			}
 		}
 	}
 	l.resolve(cfg.observer)
@@ -570,6 +579,9 @@ func (l *Limiter) args(n int) ([]any, error) {
 	if n < 0 || n > l.limit {
 		probe = 0
 	}
+	if l.clock == nil && l.own && probe <= 1 {
+		return serverTimeArgs[probe], nil
+	}
 	var now any = ""
 	if l.clock != nil {
 		t := l.clock.Now()
@@ -586,12 +598,25 @@ func (l *Limiter) args(n int) ([]any, error) {
 	return append(args, l.fixed...), nil
 }
 
+// serverTimeArgs are the arguments of a call of a rule's own script on
+// the server's time for n = 0 and n = 1, the most common calls, built once:
+// go-redis copies a command's arguments, so one slice serves every call.
+var serverTimeArgs = [2][]any{{"", 0}, {"", 1}}
+
 // decision decodes the script's reply to a request of n: the Decision and
 // the index of the rule that bound it.
 func (l *Limiter) decision(cmd *redis.Cmd, key string, n int) (admit.Decision, int, error) {
 	reply, err := cmd.Result()
 	if err != nil {
 		return admit.Decision{}, 0, fmt.Errorf("redisstore: %s, key %q: %w", l.name, key, err)
+	}
+	if l.tb != nil {
+		if d, ok := l.fromDebt(reply, n); ok {
+			return d, 0, nil
+		}
+		if vals, ok := reply.([]any); !ok || len(vals) != 4 {
+			return admit.Decision{}, 0, fmt.Errorf("redisstore: %s, key %q: the script replied %v, want the bucket's debt (an integer from -1-%d to %d that the kernel agrees with) or its state ({ahead, frac})", l.name, key, reply, l.tb.Capacity(), l.tb.Capacity())
+		}
 	}
 	want := 4 // allowed, remaining, retry-after, reset-after
 	if l.composite {
@@ -627,6 +652,61 @@ func (l *Limiter) decision(cmd *redis.Cmd, key string, n int) (admit.Decision, i
 		d.Allowed, d.Remaining, d.RetryAfter = false, 0, admit.Never
 	}
 	return d, which, nil
+}
+
+// fromDebt decodes the reply of a token bucket's rule script (see
+// lua/tokenbucket_reply.lua) to a request of n: an integer, the bucket's
+// debt before the request (units owed, at most the capacity), or -1 - debt
+// for a denial; or, for a state more than a window ahead of the reading,
+// that state as {tat - now, frac}. The Decision is the kernel's on the
+// same state at reading 0: the token bucket's arithmetic depends only on
+// how far the state is ahead of the reading, which the debt says (debt =
+// ahead × Limit + frac, frac < Limit), so the script need not compute,
+// and Redis need not build and convert, the four figures. ok is false for
+// any other reply (a KeyedReserver's script replies four integers, which
+// decision reads), and for one whose admission the kernel does not make
+// on that state, a script that disagrees with the kernel, which decision
+// then reports as a reply it cannot read.
+func (l *Limiter) fromDebt(reply any, n int) (d admit.Decision, ok bool) {
+	var s kernel.TokenBucketState
+	var admitted bool
+	switch r := reply.(type) {
+	case int64:
+		admitted = r >= 0
+		debt := r
+		if !admitted {
+			debt = -1 - r
+		}
+		limit := int64(l.limit)
+		if debt > l.tb.Capacity() {
+			return d, false
+		}
+		if debt > 0 {
+			s = l.tb.State(time.Duration(debt/limit), debt%limit)
+		}
+	case []any:
+		if len(r) != 2 {
+			return d, false
+		}
+		ahead, ok1 := r[0].(int64)
+		frac, ok2 := r[1].(int64)
+		if !ok1 || !ok2 || ahead <= 0 || frac < 0 || frac >= int64(l.limit) {
+			return d, false
+		}
+		s = l.tb.State(time.Duration(ahead), frac)
+		admitted = n == 0
+	default:
+		return d, false
+	}
+	v := l.tb.Decide(&s, 0, n)
+	if n >= 0 && n <= l.limit && v.Allowed != admitted {
+		return d, false
+	}
+	d = admit.Decision{Allowed: v.Allowed, Limit: l.limit, Remaining: v.Remaining, RetryAfter: v.RetryAfter * l.unit, ResetAfter: v.ResetAfter * l.unit}
+	if n < 0 || n > l.limit {
+		d.RetryAfter = admit.Never
+	}
+	return d, true
 }
 
 // neverBinds returns the index of the rule that binds a request for n that

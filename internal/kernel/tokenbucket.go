@@ -62,6 +62,18 @@ func NewTokenBucket(rule admit.Rule) *TokenBucket {
 // Limit returns the rule's Limit.
 func (k *TokenBucket) Limit() int { return int(k.limit) }
 
+// Capacity returns the units of a full bucket, Limit×Window: the most a
+// bucket owes.
+func (k *TokenBucket) Capacity() int64 { return k.capacity }
+
+// State returns the state whose TAT is tat, frac units of 1/Limit ns past
+// it (0 <= frac < Limit): for a store that keeps the TAT in an encoding of
+// its own (redisstore decides on a state relative to the reading, at
+// reading 0).
+func (k *TokenBucket) State(tat time.Duration, frac int64) TokenBucketState {
+	return TokenBucketState{TAT: uint64(tat) ^ bias, Frac: frac}
+}
+
 // Packable reports whether the TAT alone is the state: when T is a whole
 // number of nanoseconds, Frac is always 0. Every rule's state also fits one
 // word in scaled units ([TokenBucket.Pack]), within a horizon.

@@ -24,7 +24,9 @@
 -- admits n > 0, what to write; it writes nothing itself. The script's last
 -- part reads the key, calls the functions and writes. The reply is
 -- {allowed, remaining, retry-after, reset-after}, and for a composite the
--- index of the rule that bound the decision after them.
+-- index of the rule that bound the decision after them; a token bucket's
+-- script of its one rule replies with the bucket's debt alone, from which
+-- the client derives them (tokenbucket_reply.lua).
 --
 -- Lua numbers are doubles: every value here is an integer below 2^53 in
 -- magnitude, which the client guarantees by bounding readings (|t| <= 2^51

@@ -11,11 +11,12 @@
 --
 -- The state is read into plain values, a, b and c (c nil for a state of
 -- two numbers; all nil for a fresh key), and the decision, which
--- script.go puts after this part, sets allowed, remaining, retry-after
--- and reset-after, and wa, wb and wc, the state to write (wa nil for
--- none): a token bucket's decision runs in place (see tokenbucket.lua), the
--- others call their algorithm's function; single_write.lua then writes and
--- replies. Numbers are read by arithmetic
+-- script.go puts after this part, follows. A token bucket's runs in place
+-- (see tokenbucket.lua), and tokenbucket_reply.lua writes and replies with
+-- the bucket's debt; the others call their algorithm's function, which
+-- sets allowed, remaining, retry-after and reset-after, and wa, wb and
+-- wc, the state to write (wa nil for none), and single_write.lua writes
+-- and replies with the four. Numbers are read by arithmetic
 -- (a + 0), which converts a string once, where tonumber converts it twice;
 -- a state this limiter wrote is read as tonumber reads it.
 local s = redis.pcall('GET', key)

@@ -1,9 +1,10 @@
--- The end of a script of one rule whose state is a string (single.lua):
--- after the decision, the write and the reply. A converted state is
--- written whatever the decision: the key converts once, at this reading.
--- SET replaces a key of any type; a converted state that is fresh is a
--- missing key. The TTL is reset-after in milliseconds, rounded up, plus
--- the slack (as helpers.lua's ttl, written out).
+-- The end of a script of one rule whose state is a string (single.lua),
+-- but a token bucket's (tokenbucket_reply.lua): after the decision, the
+-- write and the reply. A converted state is written whatever the
+-- decision: the key converts once, at this reading. SET replaces a key
+-- of any type; a converted state that is fresh is a missing key. The TTL
+-- is reset-after in milliseconds, rounded up, plus the slack (as
+-- helpers.lua's ttl, written out).
 if carried and not wa then
   wa, wb, wc = a, b, c
 end
