@@ -297,9 +297,10 @@ func (k *Keyed) fallBack(key string, n int) (admit.Decision, int) {
 // breaker is closed and fails reopens it, whatever a probe is doing.
 //
 // Ordering: on a failure, exit stores last, then until, then open, then
-// (for a probe) clears probing. So a caller that sees open also sees an until at least as
-// late as the failure that opened it, and no second probe can start before
-// the failed probe's new until is visible.
+// (for a probe) clears probing. So a caller that sees open also sees an
+// until at least as late as the failure that opened it, and a caller that
+// takes probing after a failed probe cleared it sees that probe's new until
+// (see claim), so no second probe starts within one backoff.
 type breaker struct {
 	backoff time.Duration
 	clock   clock.Clock
@@ -321,7 +322,31 @@ func (b *breaker) enter() (probe, pass bool) {
 	if !b.open.Load() {
 		return false, true
 	}
-	if b.clock.Now() < time.Duration(b.until.Load()) || !b.probing.CompareAndSwap(false, true) {
+	now := b.clock.Now()
+	if now < time.Duration(b.until.Load()) {
+		return false, false // the backoff has not passed: refused without a write
+	}
+	return b.claim(now)
+}
+
+// claim makes its caller the probe, at reading now, when no probe is on its
+// way and the backoff has passed: enter's last step, after it saw until
+// pass.
+//
+// The tempting shorter version takes probing and returns: but the until
+// enter read may be stale. A probe that fails between that read and the
+// CompareAndSwap stores a new until, then clears probing; the
+// CompareAndSwap then succeeds, and a second probe goes to a server that
+// is down within one backoff (TestCircuitUnderLoad saw it about once in
+// ten runs). Taking probing first and reading until again closes that
+// window: a CompareAndSwap that reads the failed probe's cleared probing
+// also sees the until it stored before.
+func (b *breaker) claim(now time.Duration) (probe, pass bool) {
+	if !b.probing.CompareAndSwap(false, true) {
+		return false, false
+	}
+	if now < time.Duration(b.until.Load()) {
+		b.probing.Store(false)
 		return false, false
 	}
 	return true, true
