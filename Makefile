@@ -118,7 +118,7 @@ bench-cache:
 	cd bench && $(GO) run ./cmd/report -results results -docs ../docs
 
 ## bench-redis: the Redis store against go-redis/redis_rate on a throwaway
-## local redis-server (about 2 minutes): bench/results/redis.txt and
+## local redis-server (about 4 minutes): bench/results/redis.txt and
 ## bench/results/redis.benchstat.txt, quoted in docs/redis.md.
 bench-redis:
 	cd bench && ./redis.sh

@@ -3,12 +3,13 @@
 # redisstore vs go-redis/redis_rate in the same run. Writes
 # results/redis.txt (raw output under a header: date, Go version, CPU,
 # command) and results/redis.benchstat.txt. COUNT and BENCHTIME override the
-# defaults (6 samples of 1s).
+# defaults (10 samples of 1s: round trips on a shared machine spread
+# widely from one sample to the next).
 set -euo pipefail
 cd "$(dirname "$0")"
 command -v redis-server >/dev/null || { echo "redis.sh: no redis-server on PATH (Debian: apt-get install redis-server)" >&2; exit 1; }
 
-count=${COUNT:-6} benchtime=${BENCHTIME:-1s}
+count=${COUNT:-10} benchtime=${BENCHTIME:-1s}
 mkdir -p results
 raw=results/redis.txt
 tmp=$(mktemp)
