@@ -379,6 +379,13 @@ func TestWaitReplicas(t *testing.T) {
 		require.NoError(t, err)
 		_, err = redisstore.NewKeyedReserver(waiting, redisstore.Policy{Mode: redisstore.FailClosed, Timeout: time.Second})
 		assert.ErrorIs(t, err, admit.ErrUnsupported, "reservations are not waited on")
+		for _, timeout := range []time.Duration{time.Second, 500 * time.Millisecond} {
+			_, err = redisstore.NewKeyed(waiting, redisstore.Policy{Mode: redisstore.FailClosed, Timeout: timeout})
+			assert.ErrorIs(t, err, admit.ErrInvalidOption, "a Policy.Timeout of %v would end the call before WAIT's 1s", timeout)
+			assert.ErrorContains(t, err, "WithWaitReplicas timeout")
+		}
+		_, err = redisstore.NewKeyed(waiting, redisstore.Policy{Mode: redisstore.FailClosed, Timeout: 1100 * time.Millisecond})
+		assert.NoError(t, err)
 		assert.ErrorIs(t, redisstore.AllowBatch(ctx, []redisstore.Call{{Limiter: waiting, Key: "k", N: 1}}), admit.ErrUnsupported, "a batch is not waited on")
 	})
 

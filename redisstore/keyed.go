@@ -155,6 +155,11 @@ func NewKeyed(l *Limiter, policy Policy) (*Keyed, error) {
 	if policy.Timeout <= 0 {
 		return nil, fmt.Errorf("%w: redisstore.Policy: Timeout %v; want the longest a request may wait on Redis, > 0", admit.ErrInvalidOption, policy.Timeout)
 	}
+	if l.wait != nil && policy.Timeout <= l.wait.timeout {
+		// Every admission waiting on a slow replica would end at the
+		// deadline, decided by the Mode, before WAIT could acknowledge it.
+		return nil, fmt.Errorf("%w: redisstore.Policy: Timeout %v is not longer than the limiter's WithWaitReplicas timeout, %v: a call would give up before the replicas acknowledge; choose a Timeout above %v plus a round trip", admit.ErrInvalidOption, policy.Timeout, l.wait.timeout, l.wait.timeout)
+	}
 	switch {
 	case policy.Backoff < 0:
 		return nil, fmt.Errorf("%w: redisstore.Policy: Backoff %v; want how long to stop asking Redis after a failure, > 0, or 0 for DefaultBackoff (%v)", admit.ErrInvalidOption, policy.Backoff, DefaultBackoff)

@@ -526,9 +526,10 @@ func timedOut(err error) bool {
 // silent, which is worse than none. Call k.Limiter().Reset(ctx, key) and
 // handle its error. Reset deletes whatever the Redis key holds, a state
 // written under another rule with the same prefix included (which AllowN
-// would refuse to read, or with [WithCarry] convert). Across a failover, asynchronous replication can lose
-// the deletion as it can lose a decision's write: the key's old state then
-// comes back (see docs/redis.md).
+// would refuse to read, or with [WithCarry] convert). Across a failover,
+// asynchronous replication can lose the deletion as it can lose a
+// decision's write: the key's old state then comes back (see
+// docs/redis.md).
 //
 // A token bucket's Reset also deletes the key's hold (see
 // [NewKeyedReserver]), in the same UNLINK: a reservation made before the

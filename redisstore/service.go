@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/plumb"
 	"github.com/admit-go/admit/policy"
 )
 
@@ -37,7 +38,8 @@ import (
 // and new processes sharing the keys, converts a key each time the other
 // side touches it (docs/redis.md, "Changing a rule", bounds what that
 // admits). So opts may not hold WithCarry: NewService returns an error
-// wrapping [admit.ErrInvalidOption] for it.
+// wrapping [admit.ErrInvalidOption] for it, as for a
+// policy.WithLimiterFactory among the options of [WithServiceOptions].
 //
 // p is the failure policy of every limiter: FailClosed or FailOpen. Its
 // OnError is given errors that name the API. FailLocal is an error wrapping
@@ -75,6 +77,11 @@ func NewService(client redis.Scripter, book *policy.Book, p Policy, opts ...Opti
 		default:
 			lopts = append(lopts, opt)
 		}
+	}
+	if set, err := plumb.Resolve(svc); err == nil && set.LimiterFactory != nil {
+		// The Service's limiters are this function's; a factory of the
+		// caller's would replace them, and Redis with them.
+		return nil, fmt.Errorf("%w: redisstore.NewService: WithServiceOptions(policy.WithLimiterFactory(…)): NewService builds the Service's limiters in Redis itself; leave the factory out, or call policy.NewService with it", admit.ErrInvalidOption)
 	}
 	if cfg.carry != 0 {
 		return nil, fmt.Errorf("%w: redisstore.NewService: WithCarry(%v): the Service gives each limiter the strategy of its latest Reload (policy.WithCarry, admit.CarryConsumed by default); leave WithCarry out", admit.ErrInvalidOption, cfg.carry)

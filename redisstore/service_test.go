@@ -353,6 +353,7 @@ func TestNewServiceRefusesBadInput(t *testing.T) {
 		{"bad prefix", c, book, servicePolicy, []redisstore.Option{redisstore.WithPrefix("a{")}, admit.ErrInvalidOption, "may not contain"},
 		{"admit.WithClock", c, book, servicePolicy, []redisstore.Option{redisstore.WithServiceOptions(admit.WithClock(clock.NewFake()))}, admit.ErrUnsupported, "redisstore.WithClock"},
 		{"policy.WithFactory", c, book, servicePolicy, []redisstore.Option{redisstore.WithServiceOptions(policy.WithFactory(locked.New))}, admit.ErrInvalidOption, "pass one or the other"},
+		{"policy.WithLimiterFactory", c, book, servicePolicy, []redisstore.Option{redisstore.WithServiceOptions(policy.WithLimiterFactory(func(policy.Target) (admit.KeyedLimiter, error) { return locked.New(book.Default()) }))}, admit.ErrInvalidOption, "leave the factory out"},
 		{"a rule beyond server time", c, parseBook(t, "default = fixed-window,2,1500ns\n"), servicePolicy, nil, admit.ErrUnsupported, "whole number of microseconds"},
 		{"no deadlines", deaf, book, servicePolicy, nil, admit.ErrInvalidOption, "ContextTimeoutEnabled"},
 	} {

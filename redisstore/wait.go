@@ -32,9 +32,12 @@ type waiter struct {
 // refuses to block in a script, so WAIT cannot be inside it). When fewer
 // than replicas acknowledge within timeout, or WAIT fails, the admission is
 // reported as an error wrapping [ErrNotReplicated], with a zero Decision,
-// never as an admission; [Keyed] then decides by its Policy (denied when
-// FailClosed). Denials and probes (n = 0) are answered as usual, whatever
-// the replicas acknowledge: they admit nothing that a failover could lose.
+// never as an admission; [Keyed] then decides by its Policy: denied when
+// FailClosed, admitted when FailOpen (which, as when Redis is down, trades
+// this guarantee for availability: while no replica acknowledges, every
+// admission is the Policy's), decided by Local when FailLocal. Denials and
+// probes (n = 0) are answered as usual, whatever the replicas acknowledge:
+// they admit nothing that a failover could lose.
 //
 // What it guarantees: every admission AllowN returns without an error is
 // held by at least replicas replicas when it returns (WAIT returns the
@@ -63,14 +66,15 @@ type waiter struct {
 //
 // Its cost is the replicas' acknowledgement: the primary asks them at once
 // (REPLCONF GETACK), so on a healthy network an admission takes one round
-// trip from the primary to its replicas longer (measured in docs/redis.md,
-// "Failover"). While fewer than replicas replicas are connected, every
+// trip from the primary to its replicas longer (BenchmarkWaitReplicas;
+// docs/redis.md, "Failover", gives its figures). While fewer than replicas replicas are connected, every
 // admission waits the whole timeout and fails: a failover to the only
 // replica leaves a primary with none, which refuses every admission until
 // a replica follows it again. So choose replicas no larger than the
 // replicas you keep, and timeout short against your latency budget: it
-// must be under the client's ReadTimeout, and under a [Keyed] limiter's
-// Policy.Timeout, or the call gives up first.
+// must be under the client's ReadTimeout ([New] refuses it otherwise), and
+// under a [Keyed] limiter's Policy.Timeout ([NewKeyed] refuses it
+// otherwise), or the call would give up first.
 //
 // It needs a *redis.Client, such as go-redis's redis.NewFailoverClient for
 // Sentinel returns: [New] refuses other clients with an error wrapping
