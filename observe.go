@@ -29,6 +29,18 @@ type Observer interface {
 	Instrument(labels Labels) Instrument
 }
 
+// Releaser is implemented by an [Observer] that keeps the Store of the
+// labels it is given, to report its statistics (package tally does, and
+// the exporters built on it). A policy.Service calls Release with the
+// labels of each limiter it drops, when a Reload takes their limits out of
+// the book, so that the observer lets the store go, and with it every state
+// the store still holds: an observer that kept it would keep it for the
+// life of the process. The counts are kept; only the Store is let go, and
+// only if it is still the one the observer holds for those labels.
+type Releaser interface {
+	Release(labels Labels)
+}
+
 // Labels name what an [Instrument] counts. Every field is fixed when the
 // Instrument is resolved; none is ever a key.
 type Labels struct {

@@ -72,7 +72,7 @@ func outcomeSet(l admit.Labels, oc admit.Outcome) attribute.Set {
 // collect is the callback the Observer registers: it reads a snapshot of
 // the Tally and reports, for every series, its decisions of each outcome
 // (admitted and denied always, the other outcomes once counted), for every
-// distinct store its statistics, and the Tally's folded label sets. A
+// distinct store its statistics, and the Tally's folds. A
 // store is reported once per (source, name, limits), from the first series
 // in the snapshot that holds one: a policy.Service's limiter serves every
 // scope under one store, and keeps it across a Reload that keeps its

@@ -33,7 +33,7 @@
 //	admit.store.max_keys              Int64ObservableUpDownCounter  {key}        source, name, limits (stores with a bound only)
 //	admit.store.evictions             Int64ObservableCounter        {key}        source, name, limits
 //	admit.store.full_denials          Int64ObservableCounter        {request}    source, name, limits
-//	admit.observer.folded_label_sets  Int64ObservableCounter        {label_set}  none
+//	admit.observer.folds              Int64ObservableCounter        {fold}       none
 //
 // admit.decisions reports the admitted and denied decisions of every series,
 // zeros included, and each other outcome once it has been counted. The
@@ -68,5 +68,5 @@
 // (a policy.Service's APIs), so the series are bounded: by
 // tally.DefaultMaxSeries (1000), or [WithMaxSeries]. Past the bound, a new
 // set of labels is counted under the name "_other" (tally.OtherName), and
-// admit.observer.folded_label_sets counts the label sets folded so.
+// admit.observer.folds counts how many times that happened.
 package otel

@@ -26,7 +26,7 @@ const (
 	nameMaxKeys     = "admit.store.max_keys"
 	nameEvictions   = "admit.store.evictions"
 	nameFullDenials = "admit.store.full_denials"
-	nameFolded      = "admit.observer.folded_label_sets"
+	nameFolded      = "admit.observer.folds"
 )
 
 // Option configures an [Observer].
@@ -103,7 +103,7 @@ func WithLatency(bounds ...time.Duration) Option {
 // WithMaxSeries bounds the series the Observer's Tally keeps to n (at least
 // 1; tally.DefaultMaxSeries, 1000, without this option): past the bound, a
 // new set of labels is counted under the Name "_other" (tally.OtherName),
-// and admit.observer.folded_label_sets counts it. It cannot be combined
+// and admit.observer.folds counts it. It cannot be combined
 // with [WithTally]: pass tally.WithMaxSeries to tally.New instead.
 func WithMaxSeries(n int) Option {
 	return func(c *config) error {
@@ -227,8 +227,8 @@ func (o *Observer) register(m metric.Meter, cfg config) error {
 		metric.WithDescription("Requests for new keys a keyed store of admit's denied because it was full.")); err != nil {
 		return wrap(nameFullDenials, err)
 	}
-	if o.folded, err = m.Int64ObservableCounter(nameFolded, metric.WithUnit("{label_set}"),
-		metric.WithDescription(`Label sets counted under the name "_other" because the bound of series was reached.`)); err != nil {
+	if o.folded, err = m.Int64ObservableCounter(nameFolded, metric.WithUnit("{fold}"),
+		metric.WithDescription(`Times a set of labels was counted under the name "_other" because the bound of series was reached: once for each limiter built under such labels.`)); err != nil {
 		return wrap(nameFolded, err)
 	}
 	if cfg.timed {
@@ -278,6 +278,13 @@ func (o *Observer) Instrument(l admit.Labels) admit.Instrument {
 	o.timedBy[in] = w
 	return w
 }
+
+var _ admit.Releaser = (*Observer)(nil)
+
+// Release implements [admit.Releaser]: the Observer's Tally lets go of the
+// store of l (see [tally.Tally.Release]), which the next collection no
+// longer reports; the decisions stay.
+func (o *Observer) Release(l admit.Labels) { o.tally.Release(l) }
 
 // Unregister unregisters the Observer's callback: from then on its
 // instruments report nothing at a collection, and the latency histogram of

@@ -75,7 +75,7 @@ func TestDecisions(t *testing.T) {
 		dec("user", "/orders", fw11m, "denied"):      2,
 	}, counter(t, ms, "admit.decisions"))
 	assert.Equal(t, "{decision}", ms["admit.decisions"].Unit)
-	assert.Equal(t, map[string]int64{"": 0}, counter(t, ms, "admit.observer.folded_label_sets"))
+	assert.Equal(t, map[string]int64{"": 0}, counter(t, ms, "admit.observer.folds"))
 	assert.NotContains(t, ms, "admit.decision.duration", "no histogram without WithLatency")
 
 	// Another outcome appears once counted (here by a caller other than
@@ -322,7 +322,7 @@ func TestMeterProvider(t *testing.T) {
 }
 
 // TestFolding: past WithMaxSeries, label sets are counted under "_other",
-// and folded_label_sets counts them; the latency histogram folds alike.
+// and admit.observer.folds counts them; the latency histogram folds alike.
 func TestFolding(t *testing.T) {
 	mp, r := provider(t)
 	o := newObserver(t, otel.WithMeterProvider(mp), otel.WithMaxSeries(1), otel.WithLatency())
@@ -337,7 +337,7 @@ func TestFolding(t *testing.T) {
 		dec("default", "_other", tb21m, "admitted"): 3,
 		dec("default", "_other", tb21m, "denied"):   0,
 	}, counter(t, ms, "admit.decisions"))
-	assert.Equal(t, map[string]int64{"": 2}, counter(t, ms, "admit.observer.folded_label_sets"))
+	assert.Equal(t, map[string]int64{"": 2}, counter(t, ms, "admit.observer.folds"))
 	assert.Equal(t, map[string]int64{store("/a", tb21m): 1}, upDown(t, ms, "admit.store.keys"),
 		"a folded series reports no store")
 	h, ok := ms["admit.decision.duration"].Data.(metricdata.Histogram[float64])
@@ -384,7 +384,7 @@ func TestUnregister(t *testing.T) {
 	in.Observe(admit.Admitted, 1, time.Microsecond)
 	ms := collect(t, r)
 	assert.NotContains(t, ms, "admit.decisions")
-	assert.NotContains(t, ms, "admit.observer.folded_label_sets")
+	assert.NotContains(t, ms, "admit.observer.folds")
 	if m, ok := ms["admit.decision.duration"]; ok {
 		// The SDK keeps the cumulative histogram: one recording, not two.
 		h := m.Data.(metricdata.Histogram[float64])

@@ -3,6 +3,7 @@ package policy_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -183,26 +184,26 @@ func TestObserverReload(t *testing.T) {
 // TestObserverReloadRace: Checks racing Reloads that move every pair
 // between limits are each counted exactly once (a call refused by a moved
 // key, and decided again under the newer book, is counted once, by the
-// decision that counts).
+// decision that counts). Every goroutine checks until the last Reload has
+// returned, so Checks run before, during and after each of them.
 func TestObserverReloadRace(t *testing.T) {
 	rec := newRecorder(false)
 	books := []*policy.Book{parse(t, "default = token-bucket,1000000,1h\n"), parse(t, "default = token-bucket,500000,1h\n")}
 	s := service(t, books[0], policy.WithObserver(rec))
-	const goroutines, each = 4, 2000
+	const goroutines, each, reloads = 4, 2000, 20
 	var wg sync.WaitGroup
-	var calls atomic.Int64
+	var calls, reloaded atomic.Int64
 	for g := range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range each {
+		wg.Go(func() {
+			for i := 0; i < each || reloaded.Load() < reloads; i++ {
 				s.Check(fmt.Sprintf("u%d", (g*each+i)%64), "/a")
 				calls.Add(1)
 			}
-		}()
+		})
 	}
-	for i := range 20 {
+	for i := range reloads {
 		require.NoError(t, s.Reload(books[(i+1)%2]))
+		reloaded.Add(1)
 	}
 	wg.Wait()
 	var total int64
@@ -212,6 +213,62 @@ func TestObserverReloadRace(t *testing.T) {
 	}
 	rec.mu.Unlock()
 	assert.Equal(t, calls.Load(), total)
+}
+
+// releasing is a recorder that is also an admit.Releaser, recording the
+// labels released.
+type releasing struct {
+	*recorder
+	released []admit.Labels
+}
+
+func (r *releasing) Release(l admit.Labels) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.released = append(r.released, l)
+}
+
+// TestObserverReleasesDroppedLimiters: a Reload that takes limits out of
+// the book releases the stores of their limiters, once per scope resolved,
+// each with the store it was resolved with; one that keeps them releases
+// nothing.
+func TestObserverReleasesDroppedLimiters(t *testing.T) {
+	rec := &releasing{recorder: newRecorder(false)}
+	fake := clock.NewFake()
+	s := service(t, parse(t, observeBook), policy.WithObserver(rec), admit.WithClock(fake))
+	s.Check("alice", "/orders") // default
+	s.Check("vip", "/orders")   // user: vip's rule, fixed-window,1,1m, the limiter /login's API entry also uses
+	rec.mu.Lock()
+	store := rec.series["policy default /orders token-bucket,2,1m"].labels.Store
+	rec.mu.Unlock()
+	require.NotNil(t, store, "the default limiter reports statistics")
+
+	require.NoError(t, s.Reload(parse(t, observeBook+"api./search = fixed-window,5,1m\n")))
+	assert.Empty(t, rec.released, "a Reload that keeps every limits releases nothing")
+
+	require.NoError(t, s.Reload(parse(t, "default = token-bucket,3,1m\napi./login = fixed-window,1,1m\n")))
+	rec.mu.Lock()
+	released := slices.Clone(rec.released)
+	rec.mu.Unlock()
+	var got []string
+	for _, l := range released {
+		got = append(got, labelKey(l))
+		if l.Limits.String() == "token-bucket,2,1m" {
+			assert.True(t, store == l.Store, "released with the store it was resolved with")
+		}
+	}
+	sort.Strings(got)
+	assert.Equal(t, []string{"policy api /search fixed-window,5,1m", "policy default /orders token-bucket,2,1m"}, got,
+		"the limiters of the limits the book dropped, for each scope resolved on them (an API entry's at the Reload that added it); vip's fixed-window,1,1m stays in the book, /login's entry has it, and with it the group of its limiters")
+
+	// The new limits' limiter is a store of its own.
+	s.Check("alice", "/orders")
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.NotNil(t, rec.series["policy default /orders token-bucket,3,1m"], "the new limits' series")
+	fresh := rec.series["policy default /orders token-bucket,3,1m"].labels.Store
+	assert.NotNil(t, fresh)
+	assert.False(t, store == fresh)
 }
 
 func TestWithObserverErrors(t *testing.T) {

@@ -252,9 +252,15 @@ type apiLimiter struct {
 
 	// obs is the Service's observer, or nil; insts holds the instrument
 	// resolved for each scope that has decided through the limiter (nil
-	// until then), indexed by Scope.
-	obs   admit.Observer
-	insts [User + 1]atomic.Pointer[instrument]
+	// until then), indexed by Scope. resolving guards resolving an
+	// instrument and retired, set once a Reload has dropped the limiter
+	// and released its store (release): from then on an instrument is
+	// resolved without it, so that the observer is never given the store
+	// again.
+	obs       admit.Observer
+	insts     [User + 1]atomic.Pointer[instrument]
+	resolving sync.Mutex
+	retired   bool
 }
 
 // instrument is an observer's instrument for one scope of an apiLimiter.
@@ -264,44 +270,106 @@ type instrument struct {
 }
 
 // instrument returns the limiter's instrument for scope, resolving it on
-// the first call for the scope. Two callers racing to resolve it may both
-// call the observer (which returns the same series for the same labels);
-// one result is kept.
+// the first call for the scope, once: callers racing to resolve it wait on
+// resolving, so the observer is asked once per scope, and never after
+// release.
 func (a *apiLimiter) instrument(sc Scope) *instrument {
 	if in := a.insts[sc].Load(); in != nil {
 		return in
 	}
-	l := admit.Labels{Source: "policy", Name: a.api, Scope: sc.String(), Limits: a.g.limits}
-	if st, ok := a.lim.(admit.StatsReporter); ok {
-		l.Store = st
+	return a.resolve(sc)
+}
+
+// resolve is instrument's first call for scope, outlined so that
+// instrument inlines into the observed paths.
+func (a *apiLimiter) resolve(sc Scope) *instrument {
+	a.resolving.Lock()
+	defer a.resolving.Unlock()
+	if in := a.insts[sc].Load(); in != nil {
+		return in
 	}
-	in := &instrument{in: a.obs.Instrument(l)}
+	in := &instrument{in: a.obs.Instrument(a.labels(sc, !a.retired))}
 	if in.in != nil {
 		in.timed = in.in.Timed()
 	}
-	a.insts[sc].CompareAndSwap(nil, in)
-	return a.insts[sc].Load()
+	a.insts[sc].Store(in)
+	return in
+}
+
+// labels returns the labels of the limiter's decisions for scope, with the
+// limiter as their Store when withStore is true and it reports statistics.
+func (a *apiLimiter) labels(sc Scope, withStore bool) admit.Labels {
+	l := admit.Labels{Source: "policy", Name: a.api, Scope: sc.String(), Limits: a.g.limits}
+	if st, ok := a.lim.(admit.StatsReporter); ok && withStore {
+		l.Store = st
+	}
+	return l
+}
+
+// release tells r that the limiter is dropped: Release with the labels of
+// each scope whose instrument was resolved with the limiter as its Store.
+// Instruments resolved later get no Store.
+func (a *apiLimiter) release(r admit.Releaser) {
+	a.resolving.Lock()
+	defer a.resolving.Unlock()
+	if a.retired {
+		return
+	}
+	a.retired = true
+	if _, ok := a.lim.(admit.StatsReporter); !ok {
+		return
+	}
+	for sc := range a.insts {
+		if a.insts[sc].Load() != nil {
+			r.Release(a.labels(Scope(sc), true))
+		}
+	}
 }
 
 // allowN is lim.AllowN, observed when the Service has an observer: the
-// decision is made for a pair of scope sc.
+// decision is made for a pair of scope sc. An untimed instrument, the
+// common case, is counted on the shortest path: no clock read, no index of
+// the binding rule.
 func (a *apiLimiter) allowN(sc Scope, user string, n int) admit.Decision {
 	if a.obs == nil {
 		return a.lim.AllowN(user, n)
 	}
-	d, _ := a.observed(sc, user, n, false)
+	in := a.insts[sc].Load() // instrument, written out: it does not inline
+	if in == nil {
+		in = a.resolve(sc)
+	}
+	if in.timed {
+		d, _ := a.timed(in, user, n, false)
+		return d
+	}
+	d := a.lim.AllowN(user, n)
+	if in.in != nil && d.Limit >= 0 { // count, written out: it does not inline
+		o := admit.Denied
+		if d.Allowed {
+			o = admit.Admitted
+		}
+		in.in.Observe(o, n, 0)
+	}
 	return d
 }
 
-// observed is allowNWhich (lim.AllowN when which is false), counted on the
-// scope's instrument. A refusal by a moved key (Limit < 0) is not counted:
-// the call is decided again under the newer book.
-func (a *apiLimiter) observed(sc Scope, user string, n int, which bool) (admit.Decision, int) {
-	in := a.instrument(sc)
-	var start time.Time
-	if in.timed {
-		start = time.Now()
+// count counts d, a decision about n, on the instrument, with latency. A
+// refusal by a moved key (Limit < 0) is not counted: the call is decided
+// again under the newer book.
+func (in *instrument) count(d *admit.Decision, n int, latency time.Duration) {
+	if in.in != nil && d.Limit >= 0 {
+		o := admit.Denied
+		if d.Allowed {
+			o = admit.Admitted
+		}
+		in.in.Observe(o, n, latency)
 	}
+}
+
+// timed is allowNWhich (lim.AllowN when which is false), counted on the
+// timed instrument in with its latency.
+func (a *apiLimiter) timed(in *instrument, user string, n int, which bool) (admit.Decision, int) {
+	start := time.Now()
 	var d admit.Decision
 	var i int
 	if which {
@@ -309,18 +377,7 @@ func (a *apiLimiter) observed(sc Scope, user string, n int, which bool) (admit.D
 	} else {
 		d = a.lim.AllowN(user, n)
 	}
-	if in.in == nil || d.Limit < 0 {
-		return d, i
-	}
-	var lat time.Duration
-	if in.timed {
-		lat = time.Since(start)
-	}
-	o := admit.Denied
-	if d.Allowed {
-		o = admit.Admitted
-	}
-	in.in.Observe(o, n, lat)
+	in.count(&d, n, time.Since(start))
 	return d, i
 }
 
@@ -330,7 +387,13 @@ func (a *apiLimiter) allowNWhichObserved(sc Scope, user string, n int) (admit.De
 	if a.obs == nil {
 		return a.allowNWhich(user, n)
 	}
-	return a.observed(sc, user, n, true)
+	in := a.instrument(sc)
+	if in.timed {
+		return a.timed(in, user, n, true)
+	}
+	d, i := a.allowNWhich(user, n)
+	in.count(&d, n, 0)
+	return d, i
 }
 
 // allowNWhich is lim.AllowNWhich for a composite, and AllowN and index 0 for
@@ -642,10 +705,33 @@ func (s *Service) Reload(book *Book, opts ...ReloadOption) error {
 		// Nothing to move: the limiters of a LimiterFactory convert each
 		// user's state on its first touch (target.go).
 		s.cur.Store(snap)
-		return nil
+	} else {
+		s.carry(old, snap, rs.carry)
 	}
-	s.carry(old, snap, rs.carry)
+	s.release(old, snap)
 	return nil
+}
+
+// release lets the observer, if it keeps stores (admit.Releaser), let go
+// of the limiters of old's groups whose limits snap no longer has: nothing
+// else holds them once Checks on old are done. A group whose limits snap
+// has, reused or built anew, is not released: the labels of its limiters
+// are snap's too, and an observer replaces their store when it meets them
+// again. It requires s.mu.
+func (s *Service) release(old, snap *snapshot) {
+	r, ok := s.obs.(admit.Releaser)
+	if !ok {
+		return
+	}
+	for l, g := range old.groups {
+		if _, kept := snap.groups[l]; kept {
+			continue
+		}
+		g.byAPI.Range(func(_, v any) bool {
+			v.(*apiLimiter).release(r)
+			return true
+		})
+	}
 }
 
 // compile builds the snapshot of book, reusing the groups of old (nil at

@@ -37,7 +37,7 @@
 //	admit_store_max_keys              gauge      source, name, limits                 the store's WithMaxKeys bound; absent when it has none
 //	admit_store_evictions_total       counter    source, name, limits                 keys evicted (idle keys dropped by insertions, Sweep, the full-store policy)
 //	admit_store_full_denials_total    counter    source, name, limits                 requests for new keys denied because the store was full
-//	admit_observer_folded_label_sets  gauge      (none)                               label sets counted under name="_other" (see WithMaxSeries)
+//	admit_observer_folds_total        counter    (none)                               times a set of labels was counted under name="_other" (see WithMaxSeries)
 //
 // The labels are those of [admit.Labels], never a key:
 //

@@ -64,7 +64,7 @@ func Example() {
 	// admit_decisions_total{limits="fixed-window,1,1m",name="/login",outcome="denied",scope="api",source="policy"} 2
 	// admit_decisions_total{limits="token-bucket,2,1m",name="/orders",outcome="admitted",scope="default",source="policy"} 3
 	// admit_decisions_total{limits="token-bucket,2,1m",name="/orders",outcome="denied",scope="default",source="policy"} 1
-	// admit_observer_folded_label_sets 0
+	// admit_observer_folds_total 0
 	// admit_store_evictions_total{limits="fixed-window,1,1m",name="/login",source="policy"} 0
 	// admit_store_evictions_total{limits="token-bucket,2,1m",name="/orders",source="policy"} 0
 	// admit_store_full_denials_total{limits="fixed-window,1,1m",name="/login",source="policy"} 0
@@ -102,6 +102,9 @@ func ExampleWithTally() {
 				continue
 			}
 			if c := m.GetCounter(); c != nil {
+				if len(m.GetLabel()) == 0 {
+					fmt.Printf("%s %g\n", f.GetName(), c.GetValue())
+				}
 				for _, l := range m.GetLabel() {
 					if l.GetName() == "outcome" {
 						fmt.Printf("%s outcome=%s %g\n", f.GetName(), l.GetValue(), c.GetValue())
@@ -117,5 +120,5 @@ func ExampleWithTally() {
 	// edge_decisions_total outcome=admitted 1
 	// edge_decisions_total outcome=denied 1
 	// edge_decisions_total outcome=shadow_denied 1
-	// edge_observer_folded_label_sets 0
+	// edge_observer_folds_total 0
 }

@@ -60,9 +60,12 @@ func WithLatency(bounds ...time.Duration) Option {
 // WithMaxSeries bounds the series of the Collector's Tally to n (at least
 // 1; [tally.DefaultMaxSeries] without this option): label sets past the
 // bound are counted under the name "_other" ([tally.OtherName]), and the
-// gauge admit_observer_folded_label_sets says how many were.
+// counter admit_observer_folds_total says how many times that happened.
 func WithMaxSeries(n int) Option {
 	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("%w: prom.WithMaxSeries(%d); want at least 1, or leave the option out for %d", admit.ErrInvalidOption, n, tally.DefaultMaxSeries)
+		}
 		c.tallyOpts = append(c.tallyOpts, tally.WithMaxSeries(n))
 		c.maxSeries = true
 		return nil
@@ -169,8 +172,8 @@ func New(opts ...Option) (*Collector, error) {
 			"Keys evicted from the keyed store behind a limiter.", store, nil),
 		fullDenials: prometheus.NewDesc(ns+"_store_full_denials_total",
 			"Requests for new keys denied because the keyed store behind a limiter was full.", store, nil),
-		folded: prometheus.NewDesc(ns+"_observer_folded_label_sets",
-			`Label sets counted under the name "_other" because the bound of series was reached.`, nil, nil),
+		folded: prometheus.NewDesc(ns+"_observer_folds_total",
+			`Times a set of labels was counted under the name "_other" because the bound of series was reached: once for each limiter built under such labels.`, nil, nil),
 	}, nil
 }
 
@@ -179,6 +182,13 @@ func New(opts ...Option) (*Collector, error) {
 func (c *Collector) Instrument(labels admit.Labels) admit.Instrument {
 	return c.t.Instrument(labels)
 }
+
+var _ admit.Releaser = (*Collector)(nil)
+
+// Release implements [admit.Releaser]: the Collector's Tally lets go of
+// the store of labels (see [tally.Tally.Release]), whose metrics then go
+// from the scrape; the decisions stay.
+func (c *Collector) Release(labels admit.Labels) { c.t.Release(labels) }
 
 // Describe implements [prometheus.Collector]: it sends the descriptions of
 // every metric the Collector may report, the histogram's included whether
@@ -279,7 +289,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		send(ch, c.evictions, prometheus.CounterValue, float64(st.Evictions), k.source, k.name, k.limits)
 		send(ch, c.fullDenials, prometheus.CounterValue, float64(st.FullDenials), k.source, k.name, k.limits)
 	}
-	send(ch, c.folded, prometheus.GaugeValue, float64(c.t.Folded()))
+	send(ch, c.folded, prometheus.CounterValue, float64(c.t.Folded()))
 }
 
 // send sends a constant metric, or, should its label values be refused (as

@@ -83,8 +83,8 @@ var meta = map[string][2]string{
 	"admit_store_max_keys":            {"Bound of keys of the keyed store behind a limiter (WithMaxKeys); absent when it has none.", "gauge"},
 	"admit_store_evictions_total":     {"Keys evicted from the keyed store behind a limiter.", "counter"},
 	"admit_store_full_denials_total":  {"Requests for new keys denied because the keyed store behind a limiter was full.", "counter"},
-	"admit_observer_folded_label_sets": {`Label sets counted under the name "_other" because the bound of series was reached.`,
-		"gauge"},
+	"admit_observer_folds_total": {`Times a set of labels was counted under the name "_other" because the bound of series was reached: once for each limiter built under such labels.`,
+		"counter"},
 }
 
 // expect compares the samples of the named metric in reg with samples (text
@@ -138,7 +138,29 @@ func TestDecisionsFromService(t *testing.T) {
 	)
 	expect(t, reg, "admit_store_max_keys") // no WithMaxKeys: absent
 	expect(t, reg, "admit_decision_duration_seconds")
-	expect(t, reg, "admit_observer_folded_label_sets", "admit_observer_folded_label_sets 0")
+	expect(t, reg, "admit_observer_folds_total", "admit_observer_folds_total 0")
+}
+
+// TestStoreReleased: a Reload that takes limits out of the book drops the
+// store metrics of their limiters from the scrape (the Collector lets the
+// stores go); their decisions stay.
+func TestStoreReleased(t *testing.T) {
+	c := newCollector(t)
+	reg := pedantic(t, c)
+	s := newService(t, parse(t, "default = token-bucket,2,1m\n"), policy.WithObserver(c), admit.WithClock(clock.NewFake()))
+	s.Check("alice", "/orders")
+	expect(t, reg, "admit_store_keys", `admit_store_keys{limits="token-bucket,2,1m",name="/orders",source="policy"} 1`)
+	if err := s.Reload(parse(t, "default = token-bucket,3,1m\n")); err != nil {
+		t.Fatal(err)
+	}
+	s.Check("bob", "/orders")
+	expect(t, reg, "admit_store_keys", `admit_store_keys{limits="token-bucket,3,1m",name="/orders",source="policy"} 2`)
+	expect(t, reg, "admit_decisions_total",
+		`admit_decisions_total{limits="token-bucket,2,1m",name="/orders",outcome="admitted",scope="default",source="policy"} 1`,
+		`admit_decisions_total{limits="token-bucket,2,1m",name="/orders",outcome="denied",scope="default",source="policy"} 0`,
+		`admit_decisions_total{limits="token-bucket,3,1m",name="/orders",outcome="admitted",scope="default",source="policy"} 1`,
+		`admit_decisions_total{limits="token-bucket,3,1m",name="/orders",outcome="denied",scope="default",source="policy"} 0`,
+	)
 }
 
 // TestStoreAcrossScopes: the (fixed-window,1,1m, /login) limiter decides
@@ -335,7 +357,7 @@ func TestLatencyFromService(t *testing.T) {
 
 // TestFolding: past WithMaxSeries, label sets are counted under
 // name="_other" (one series per source, scope and limits), without store
-// metrics, and the folded gauge counts them.
+// metrics, and the folds counter counts them.
 func TestFolding(t *testing.T) {
 	c := newCollector(t, prom.WithMaxSeries(1))
 	reg := pedantic(t, c)
@@ -349,7 +371,7 @@ func TestFolding(t *testing.T) {
 		`admit_decisions_total{limits="token-bucket,2,1m",name="_other",outcome="admitted",scope="default",source="policy"} 3`,
 		`admit_decisions_total{limits="token-bucket,2,1m",name="_other",outcome="denied",scope="default",source="policy"} 0`,
 	)
-	expect(t, reg, "admit_observer_folded_label_sets", "admit_observer_folded_label_sets 2")
+	expect(t, reg, "admit_observer_folds_total", "admit_observer_folds_total 2")
 	expect(t, reg, "admit_store_keys", `admit_store_keys{limits="token-bucket,2,1m",name="/a",source="policy"} 1`)
 }
 
@@ -383,7 +405,7 @@ func TestNamespace(t *testing.T) {
 		names = append(names, name)
 	}
 	want := []string{
-		"edge_rl_decision_duration_seconds", "edge_rl_decisions_total", "edge_rl_observer_folded_label_sets",
+		"edge_rl_decision_duration_seconds", "edge_rl_decisions_total", "edge_rl_observer_folds_total",
 		"edge_rl_store_evictions_total", "edge_rl_store_full_denials_total", "edge_rl_store_keys", "edge_rl_store_max_keys",
 	}
 	if fmt.Sprint(slices.Sorted(slices.Values(names))) != fmt.Sprint(want) {
@@ -458,7 +480,7 @@ func TestOptionErrors(t *testing.T) {
 		{[]prom.Option{prom.WithTally(tl), prom.WithMaxSeries(5)}, "WithMaxSeries beside WithTally"},
 		{[]prom.Option{prom.WithLatency(time.Second, time.Millisecond)}, "ascending"},
 		{[]prom.Option{prom.WithLatency(-time.Second)}, "positive"},
-		{[]prom.Option{prom.WithMaxSeries(0)}, "WithMaxSeries(0)"},
+		{[]prom.Option{prom.WithMaxSeries(0)}, "prom.WithMaxSeries(0)"},
 		{[]prom.Option{prom.WithNamespace("")}, `WithNamespace("")`},
 		{[]prom.Option{prom.WithNamespace("9lives")}, "not starting with a digit"},
 		{[]prom.Option{prom.WithNamespace("a-b")}, "letters, digits and underscores"},

@@ -15,6 +15,16 @@ type series struct {
 	stripes []stripe
 	mask    uint32
 	hist    *histogram // nil unless timed
+
+	// salt moves every goroutine counting in this series to another stripe
+	// when two of them met on one (see Observe). It changes only on such a
+	// meeting, so it stays in every processor's cache, read, and costs a
+	// count no write to shared memory. It has cache lines of its own: a
+	// variable written beside it would make every count read it from
+	// memory, and the fields above are read by every count.
+	_    [64]byte
+	salt atomic.Uint64
+	_    [56]byte
 }
 
 // stripe is one cache line's share of a series' counters: each outcome's
@@ -24,17 +34,6 @@ type stripe struct {
 	_ [128 - 8*admit.NumOutcomes]byte
 }
 
-// salt moves every goroutine to another stripe when two goroutines met on
-// one (see Observe). It changes only on such a meeting, so it stays in
-// every processor's cache, read, and costs a count no write to shared
-// memory. It has cache lines of its own: a variable written beside it
-// would make every count read it from memory.
-var salt struct {
-	_ [64]byte
-	atomic.Uint64
-	_ [56]byte
-}
-
 // stripeHint returns a number that stays the same for one goroutine from
 // one call to the next and differs between goroutines: the address of a
 // variable on the calling goroutine's stack (stacks of running goroutines
@@ -42,10 +41,10 @@ var salt struct {
 // grows, which only moves it to another stripe. It costs a multiplication,
 // where asking a sync.Pool for a per-processor token cost two of its calls
 // (about two thirds of a count's time, measured by BenchmarkObserve).
-func stripeHint() uint32 {
+func stripeHint(salt uint64) uint32 {
 	var anchor byte
 	a := uint64(uintptr(unsafe.Pointer(&anchor)))
-	return uint32(((a >> 4) ^ salt.Load()) * 0x9e3779b97f4a7c15 >> 32)
+	return uint32(((a >> 4) ^ salt) * 0x9e3779b97f4a7c15 >> 32)
 }
 
 func (t *Tally) newSeries(l admit.Labels) *series {
@@ -63,14 +62,18 @@ func (s *series) Observe(o admit.Outcome, n int, latency time.Duration) {
 	if o == 0 || int(o) >= admit.NumOutcomes {
 		return // not an outcome admit defines: counted nowhere
 	}
-	i := stripeHint() & s.mask
+	salt := s.salt.Load()
+	i := stripeHint(salt) & s.mask
 	c := &s.stripes[i].n[o]
 	if v := c.Load(); !c.CompareAndSwap(v, v+1) {
 		// Another goroutine, running at this instant, writes this stripe:
-		// count, and move every goroutine to another stripe, so that the
-		// goroutines that run at once spread out again.
+		// count, and move every goroutine of the series to another stripe,
+		// so that the goroutines that run at once spread out again. The
+		// salt moves from the value this call read, once: goroutines that
+		// met on a stripe under the same salt move it one step, not one
+		// each, and a salt another meeting moved already stays.
 		c.Add(1)
-		salt.Add(1)
+		s.salt.CompareAndSwap(salt, salt+1)
 	}
 	if s.hist != nil {
 		s.hist.observe(i, latency)

@@ -189,3 +189,43 @@ func TestConcurrentExact(t *testing.T) {
 	assert.Equal(t, uint64(goroutines*each), s.Latency.Count)
 	assert.Equal(t, time.Duration(goroutines*each)*time.Microsecond, s.Latency.Sum)
 }
+
+// bulky is a StatsReporter of a type that cannot be compared.
+type bulky struct{ keys []int }
+
+func (b bulky) Stats() admit.StoreStats { return admit.StoreStats{Keys: len(b.keys)} }
+
+// TestRelease: Release forgets a series' Store only if it is the store
+// given, keeps the counts, and leaves a store of a type that cannot be
+// compared alone (without a panic).
+func TestRelease(t *testing.T) {
+	tl, err := tally.New()
+	require.NoError(t, err)
+	a, b := stats{keys: 1}, stats{keys: 2}
+	l := labels("/a")
+	l.Store = a
+	tl.Instrument(l).Observe(admit.Admitted, 1, 0)
+
+	other := l
+	other.Store = b
+	tl.Release(other)
+	require.Len(t, tl.Snapshot(), 1)
+	assert.Equal(t, admit.StatsReporter(a), tl.Snapshot()[0].Labels.Store, "another store is not released")
+
+	tl.Release(l)
+	got := tl.Snapshot()
+	require.Len(t, got, 1)
+	assert.Nil(t, got[0].Labels.Store, "the store given is released")
+	assert.Equal(t, uint64(1), got[0].Decisions[admit.Admitted], "the counts stay")
+	tl.Release(l) // released already: nothing to do
+
+	m := labels("/m")
+	m.Store = bulky{keys: []int{1}}
+	tl.Instrument(m)
+	assert.NotPanics(t, func() { tl.Release(m) })
+	for _, s := range tl.Snapshot() {
+		if s.Labels.Name == "/m" {
+			assert.NotNil(t, s.Labels.Store, "a store that cannot be compared stays")
+		}
+	}
+}
