@@ -41,7 +41,7 @@ type core struct {
 	client bool // NewClient's: metadata is outgoing, and there is no peer
 
 	lim   admit.KeyedLimiter // New, NewClient
-	comp  composite          // over a composite: lim, asked which rule bound
+	comp  ratehdr.Composite  // over a composite: lim, asked which rule bound
 	quota *ratehdr.Quota     // New, NewClient: the one quota
 
 	svc   *policy.Service // ForService
@@ -57,14 +57,6 @@ type core struct {
 	// makes a call read the clock.
 	inst  admit.Instrument
 	timed bool
-}
-
-// composite is what New asks of a limiter of composite limits: the methods
-// of admit.CompositeStore it uses, which a remote store without Len and
-// Sweep (redisstore's Keyed) has too.
-type composite interface {
-	Limits() admit.Limits
-	AllowNWhich(key string, n int) (admit.Decision, int)
 }
 
 // New returns an Interceptor that limits the calls a server receives with
@@ -221,38 +213,12 @@ func (c *core) limiter(ctor string, lim admit.KeyedLimiter) error {
 		return invalid("%s(nil, …); pass a KeyedLimiter, such as the one sharded.New(rule) returns", ctor)
 	}
 	c.lim = lim
-	name, rule := c.cfg.policyName, c.cfg.policyRule
-	if name == "" {
-		name = "default"
+	q, comp, limits, conflict := ratehdr.LimiterQuota(c.cfg.policyName, c.cfg.policyRule, lim)
+	if conflict != "" {
+		return invalid("%s", conflict)
 	}
-	if cs, ok := lim.(composite); ok && cs.Limits().Len() > 1 {
-		limits := cs.Limits()
-		if rule != nil {
-			return invalid("WithPolicy(%s, %v) gives one rule, but the limiter enforces the composite %q, whose rules it reports itself; leave WithPolicy out, or name the quota with WithPolicyName(%s)",
-				quote(name), *rule, limits, quote(name))
-		}
-		c.comp = cs
-		c.quota = ratehdr.NewLimitsQuota(name, limits)
-		c.instrument(name, limits, lim)
-		return nil
-	}
-	if rule == nil {
-		if r, ok := lim.(interface{ Rule() admit.Rule }); ok {
-			rr := r.Rule()
-			rule = &rr
-		} else if cs, ok := lim.(composite); ok && cs.Limits().Len() == 1 {
-			rr := cs.Limits().At(0)
-			rule = &rr
-		}
-	}
-	c.quota = ratehdr.NewQuota(name, rule)
-	var limits admit.Limits // the zero Limits when the rule is not known
-	if rule != nil {
-		if l, err := admit.NewLimits(*rule); err == nil {
-			limits = l
-		}
-	}
-	c.instrument(name, limits, lim)
+	c.quota, c.comp = q, comp
+	c.instrument(q.Name, limits, lim)
 	return nil
 }
 
@@ -264,11 +230,7 @@ func (c *core) instrument(name string, limits admit.Limits, lim admit.KeyedLimit
 	if o == nil {
 		return
 	}
-	labels := admit.Labels{Source: "grpc", Name: name, Limits: limits}
-	if sr, ok := lim.(admit.StatsReporter); ok {
-		labels.Store = sr
-	}
-	c.inst = o.Instrument(labels)
+	c.inst = o.Instrument(ratehdr.Labels("grpc", name, limits, lim))
 	c.timed = c.inst != nil && c.inst.Timed()
 }
 

@@ -23,7 +23,7 @@ type Middleware struct {
 	cfg config
 
 	lim   admit.KeyedLimiter // New
-	comp  composite          // New over a composite: lim, asked which rule bound
+	comp  ratehdr.Composite  // New over a composite: lim, asked which rule bound
 	quota *ratehdr.Quota     // New: the one quota
 
 	svc   *policy.Service // ForService
@@ -39,14 +39,6 @@ type Middleware struct {
 	// then: only a timed instrument makes a request read the clock.
 	inst  admit.Instrument
 	timed bool
-}
-
-// composite is what New asks of a limiter of composite limits: the methods
-// of admit.CompositeStore it uses, which a remote store without Len and
-// Sweep (redisstore's Keyed) has too.
-type composite interface {
-	Limits() admit.Limits
-	AllowNWhich(key string, n int) (admit.Decision, int)
 }
 
 // New returns a Middleware that limits requests with lim, one budget per key
@@ -81,38 +73,12 @@ func New(lim admit.KeyedLimiter, opts ...Option) (*Middleware, error) {
 		return nil, invalid("WithAPI applies to ForService; a KeyedLimiter has one budget per key, whatever the API")
 	}
 	m.lim = lim
-	name, rule := m.cfg.policyName, m.cfg.policyRule
-	if name == "" {
-		name = "default"
+	q, comp, limits, conflict := ratehdr.LimiterQuota(m.cfg.policyName, m.cfg.policyRule, lim)
+	if conflict != "" {
+		return nil, invalid("%s", conflict)
 	}
-	if cs, ok := lim.(composite); ok && cs.Limits().Len() > 1 {
-		limits := cs.Limits()
-		if rule != nil {
-			return nil, invalid("WithPolicy(%s, %v) gives one rule, but the limiter enforces the composite %q, whose rules it reports itself; leave WithPolicy out, or name the quota with WithPolicyName(%s)",
-				quote(name), *rule, limits, quote(name))
-		}
-		m.comp = cs
-		m.quota = ratehdr.NewLimitsQuota(name, limits)
-		m.instrument(name, limits, lim)
-		return m, nil
-	}
-	if rule == nil {
-		if r, ok := lim.(interface{ Rule() admit.Rule }); ok {
-			rr := r.Rule()
-			rule = &rr
-		} else if cs, ok := lim.(composite); ok && cs.Limits().Len() == 1 {
-			rr := cs.Limits().At(0)
-			rule = &rr
-		}
-	}
-	m.quota = ratehdr.NewQuota(name, rule)
-	var limits admit.Limits // the zero Limits when the rule is not known
-	if rule != nil {
-		if l, err := admit.NewLimits(*rule); err == nil {
-			limits = l
-		}
-	}
-	m.instrument(name, limits, lim)
+	m.quota, m.comp = q, comp
+	m.instrument(q.Name, limits, lim)
 	return m, nil
 }
 
@@ -169,11 +135,7 @@ func (m *Middleware) instrument(name string, limits admit.Limits, lim admit.Keye
 	if o == nil {
 		return
 	}
-	labels := admit.Labels{Source: "http", Name: name, Limits: limits}
-	if sr, ok := lim.(admit.StatsReporter); ok {
-		labels.Store = sr
-	}
-	m.inst = o.Instrument(labels)
+	m.inst = o.Instrument(ratehdr.Labels("http", name, limits, lim))
 	m.timed = m.inst != nil && m.inst.Timed()
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/clientip"
+	"github.com/admit-go/admit/internal/ratehdr"
 )
 
 // An Option configures a [Middleware]; pass options to [New] or [ForService].
@@ -248,8 +249,8 @@ func WithPolicyName(name string) Option {
 
 // setPolicyName checks name as a quota's name and records which option gave it.
 func (c *config) setPolicyName(opt, name string) error {
-	if name == "" || len(name) > 64 || strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r > 0x7e }) >= 0 {
-		return invalid("%s(%s): a quota name is 1 to 64 printable ASCII characters, such as \"default\" or \"per-minute\"", opt, quote(name))
+	if msg := ratehdr.QuotaNameError(opt, name); msg != "" {
+		return invalid("%s", msg)
 	}
 	if c.policyOpt != "" && c.policyOpt != opt {
 		return invalid("%s and %s both name the quota; pass one (WithPolicy also gives the rule, WithPolicyName keeps the limiter's)", c.policyOpt, opt)

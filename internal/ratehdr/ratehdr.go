@@ -12,6 +12,7 @@
 package ratehdr
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/clientip"
 	"github.com/admit-go/admit/policy"
 )
 
@@ -329,4 +331,73 @@ func (b *Books) For(book *policy.Book, user, api string, limits admit.Limits) *Q
 		q = EntryQuota(e.Key(), limits)
 	}
 	return q
+}
+
+// Composite is what a middleware asks of a limiter of composite limits:
+// the methods of admit.CompositeStore it uses, which a remote store without
+// Len and Sweep (redisstore's Keyed) has too.
+type Composite interface {
+	Limits() admit.Limits
+	AllowNWhich(key string, n int) (admit.Decision, int)
+}
+
+// LimiterQuota returns the quota of a middleware (httplimit's New,
+// grpclimit's New and NewClient) that limits with lim under the quota name
+// ("default" when empty) and the rule WithPolicy gave (nil for none). Over
+// a limiter of composite limits (a Composite of two or more rules) it is a
+// quota with a part per rule, and comp is lim; otherwise it is the quota of
+// rule, or of lim's own rule (its Rule method, or its Limits of one rule),
+// and comp is nil. limits are the limits the quota describes, the zero
+// Limits when no rule is known. conflict, when not empty, says why the
+// options cannot describe lim (WithPolicy's one rule over a composite):
+// the caller returns it as its error, and the other results are nil.
+func LimiterQuota(name string, rule *admit.Rule, lim admit.KeyedLimiter) (q *Quota, comp Composite, limits admit.Limits, conflict string) {
+	if name == "" {
+		name = "default"
+	}
+	if cs, ok := lim.(Composite); ok && cs.Limits().Len() > 1 {
+		limits = cs.Limits()
+		if rule != nil {
+			n := clientip.Quote(name)
+			return nil, nil, admit.Limits{}, fmt.Sprintf("WithPolicy(%s, %v) gives one rule, but the limiter enforces the composite %q, whose rules it reports itself; leave WithPolicy out, or name the quota with WithPolicyName(%s)",
+				n, *rule, limits, n)
+		}
+		return NewLimitsQuota(name, limits), cs, limits, ""
+	}
+	if rule == nil {
+		if r, ok := lim.(interface{ Rule() admit.Rule }); ok {
+			rr := r.Rule()
+			rule = &rr
+		} else if cs, ok := lim.(Composite); ok && cs.Limits().Len() == 1 {
+			rr := cs.Limits().At(0)
+			rule = &rr
+		}
+	}
+	if rule != nil {
+		if l, err := admit.NewLimits(*rule); err == nil {
+			limits = l
+		}
+	}
+	return NewQuota(name, rule), nil, limits, ""
+}
+
+// Labels returns the labels of a middleware's decisions: Source source
+// ("http", "grpc"), Name the quota's name, Limits limits, and Store lim
+// when it reports its statistics.
+func Labels(source, name string, limits admit.Limits, lim admit.KeyedLimiter) admit.Labels {
+	l := admit.Labels{Source: source, Name: name, Limits: limits}
+	if sr, ok := lim.(admit.StatsReporter); ok {
+		l.Store = sr
+	}
+	return l
+}
+
+// QuotaNameError returns why name cannot name a quota, given by the option
+// opt (WithPolicyName, WithPolicy), or "" when it can: a quota's name is 1
+// to 64 printable ASCII characters.
+func QuotaNameError(opt, name string) string {
+	if name == "" || len(name) > 64 || strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r > 0x7e }) >= 0 {
+		return fmt.Sprintf("%s(%s): a quota name is 1 to 64 printable ASCII characters, such as \"default\" or \"per-minute\"", opt, clientip.Quote(name))
+	}
+	return ""
 }
