@@ -54,8 +54,8 @@ func TestUnaryAllocations(t *testing.T) {
 		if handled == 0 {
 			t.Errorf("%s: no call admitted", tc.name)
 		}
-		if got > tc.want {
-			t.Errorf("%s: %v allocations per admitted call, want at most %v", tc.name, got, tc.want)
+		if got != tc.want {
+			t.Errorf("%s: %v allocations per admitted call, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -54,6 +54,8 @@ import (
 	"github.com/admit-go/admit"
 	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/locked"
+	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/tally"
 )
 
 // step is the time a step clock advances per reading.
@@ -153,6 +155,15 @@ var impls = []impl{
 		return juju{ratelimit.NewBucketWithRateAndClock(1e9, 1_000_000, &timeClock{t: time.Unix(1, 0)})}
 	}},
 	{"floor-cas", "-", viaNothing, "one Load and one CompareAndSwap, no clock", func() limiter { return new(casFloor) }},
+	// What observing costs a Service's Check: the same Check of one pair
+	// (policy.NewService's default store) without an observer and with a
+	// tally.Tally, the counting every exporter reads.
+	{"policy-check", "token-bucket", viaClock, "policy.Service.Check of one pair, no observer", func() limiter {
+		return newCheck(nil)
+	}},
+	{"policy-check-tally", "token-bucket", viaClock, "policy.Service.Check of one pair, policy.WithObserver(tally.New())", func() limiter {
+		return newCheck(must(tally.New()))
+	}},
 	// The same limiters on the real clock, each library's default: admit's
 	// clock.System() (time.Since of an origin), time.Now() for the peers. Under
 	// valgrind the clock read is a system call whose kernel instructions
@@ -254,6 +265,22 @@ type timeAddOnly struct{ t time.Time }
 func (c *timeAddOnly) Allow() admit.Decision {
 	c.t = c.t.Add(step)
 	return admit.Decision{Allowed: c.t.UnixNano() > 0}
+}
+
+// check is a policy.Service's Check of one pair, on a step clock.
+type check struct{ s *policy.Service }
+
+func (c check) Allow() admit.Decision { return c.s.Check("alice", "/orders") }
+
+// newCheck returns the Check of a Service of one token-bucket default rule
+// (tbRule's), observed by o unless it is nil.
+func newCheck(o admit.Observer) check {
+	book := must(policy.Parse(strings.NewReader("default = " + tbRule.String() + "\n")))
+	opts := []admit.Option{withStep()}
+	if o != nil {
+		opts = append(opts, policy.WithObserver(o))
+	}
+	return check{must(policy.NewService(book, opts...))}
 }
 
 type callOnly struct{}
