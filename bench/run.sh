@@ -4,6 +4,9 @@
 #   quick  every workload and row, 6 samples of 10ms, no 1,000,000-key setups (under 2 minutes)
 #   full   every workload and row, 6 samples of 200ms, 1,000,000 keys included (under 20 minutes on 2 cores)
 #
+# The samples are taken in rounds (see rounds below): one of every row per
+# round.
+#
 # Writes results/PROFILE.txt (raw go test output under a header: date, Go
 # version, CPU, command), results/PROFILE.benchstat.txt (benchstat tables),
 # then docs/benchmarks.md and docs/img/*.svg from them. COUNT, BENCHTIME and
@@ -58,6 +61,26 @@ run() { # run ARGS...: one go test invocation, appended to the raw file
 	(cd "$tmp" && ./bench.test -test.run '^$' "$@") | tee -a "$tmp/raw" | grep -E '^(Benchmark|ok|FAIL|panic)' | cut -c1-150 || true
 }
 
+# rounds N ARGS...: N go test invocations of ARGS with -count 1, appended to
+# the raw file: one sample of every row per round. go test's own -count N
+# takes a row's N samples one after another, so a minute when the shared
+# machine is slow lands on one row and shifts its median against the rows
+# it is compared with; in rounds, every row of a ratio meets the same
+# moments.
+rounds() {
+	local n=$1 cmd="go test -run '^\$'" a
+	shift
+	for a in "$@"; do
+		a=${a/#-test./-}
+		[[ $a =~ ^[-A-Za-z0-9.,=/_]*$ ]] || a="'$a'"
+		cmd+=" $a"
+	done
+	echo "# command: for round in \$(seq $n); do $cmd -count 1 .; done" >>"$tmp/raw"
+	for ((i = 1; i <= n; i++)); do
+		(cd "$tmp" && ./bench.test -test.run '^$' "$@" -test.count 1) | tee -a "$tmp/raw" | grep -E '^(Benchmark|ok|FAIL|panic)' | cut -c1-150 || true
+	done
+}
+
 start=$(date +%s)
 {
 	# Comment lines ('#') are kept out of benchstat's configuration, so that
@@ -77,10 +100,10 @@ start=$(date +%s)
 # The serial, keyed, service, composite and observer workloads at the machine's own GOMAXPROCS;
 # the hot key swept over -cpu; memory once per setting (bytes/key is a count).
 if re=$(workloads Floor Serial Keyed Churn AllowN Policy Eviction Middleware Composite Observer) && [[ -n $re ]]; then
-	run -test.bench "$re" -test.benchtime "$benchtime" -test.count "$count" $short
+	rounds "$count" -test.bench "$re" -test.benchtime "$benchtime" $short
 fi
 if re=$(workloads HotKey) && [[ -n $re ]]; then
-	run -test.bench "$re" -test.benchtime "$benchtime" -test.count "$count" -test.cpu "$cpus" $short
+	rounds "$count" -test.bench "$re" -test.benchtime "$benchtime" -test.cpu "$cpus" $short
 fi
 if re=$(workloads Memory) && [[ -n $re ]]; then
 	run -test.bench "$re" -test.benchtime 1x -test.count 1 $short

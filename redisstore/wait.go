@@ -67,10 +67,10 @@ type waiter struct {
 // Its cost is the replicas' acknowledgement: the primary asks them at once
 // (REPLCONF GETACK), so on a healthy network an admission takes one round
 // trip from the primary to its replicas longer (BenchmarkWaitReplicas;
-// docs/redis.md, "Failover", gives its figures). While fewer than replicas replicas are connected, every
-// admission waits the whole timeout and fails: a failover to the only
-// replica leaves a primary with none, which refuses every admission until
-// a replica follows it again. So choose replicas no larger than the
+// docs/redis.md, "Failover", gives its figures). While fewer than replicas
+// replicas are connected, every admission waits the whole timeout and
+// fails: a failover to the only replica leaves a primary with none, which
+// refuses every admission until a replica follows it again. So choose replicas no larger than the
 // replicas you keep, and timeout short against your latency budget: it
 // must be under the client's ReadTimeout ([New] refuses it otherwise), and
 // under a [Keyed] limiter's Policy.Timeout ([NewKeyed] refuses it
