@@ -50,14 +50,18 @@ trap 'rm -rf "$tmp"' EXIT
 
 "${GO:-go}" test -c -o "$tmp/bench.test" .
 
-run() { # run ARGS...: one go test invocation, appended to the raw file
+cmdline() { # cmdline ARGS...: the go test command line of the test binary's ARGS
 	local cmd="go test -run '^\$'" a
 	for a in "$@"; do
 		a=${a/#-test./-}
 		[[ $a =~ ^[-A-Za-z0-9.,=/_]*$ ]] || a="'$a'"
 		cmd+=" $a"
 	done
-	echo "# command: $cmd ." >>"$tmp/raw"
+	echo "$cmd"
+}
+
+run() { # run ARGS...: one go test invocation, appended to the raw file
+	echo "# command: $(cmdline "$@") ." >>"$tmp/raw"
 	(cd "$tmp" && ./bench.test -test.run '^$' "$@") | tee -a "$tmp/raw" | grep -E '^(Benchmark|ok|FAIL|panic)' | cut -c1-150 || true
 }
 
@@ -68,14 +72,9 @@ run() { # run ARGS...: one go test invocation, appended to the raw file
 # it is compared with; in rounds, every row of a ratio meets the same
 # moments.
 rounds() {
-	local n=$1 cmd="go test -run '^\$'" a
+	local n=$1
 	shift
-	for a in "$@"; do
-		a=${a/#-test./-}
-		[[ $a =~ ^[-A-Za-z0-9.,=/_]*$ ]] || a="'$a'"
-		cmd+=" $a"
-	done
-	echo "# command: for round in \$(seq $n); do $cmd -count 1 .; done" >>"$tmp/raw"
+	echo "# command: for round in \$(seq $n); do $(cmdline "$@") -count 1 .; done" >>"$tmp/raw"
 	for ((i = 1; i <= n; i++)); do
 		(cd "$tmp" && ./bench.test -test.run '^$' "$@" -test.count 1) | tee -a "$tmp/raw" | grep -E '^(Benchmark|ok|FAIL|panic)' | cut -c1-150 || true
 	done
