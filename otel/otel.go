@@ -61,7 +61,7 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // exported to OpenTelemetry and elsewhere (the admit/prom module, a log
 // line): attach either t or the Observer to the limiters, as the Observer's
 // Instrument is t's. The Observer exports t's counts, its store statistics
-// and its folded label sets, but not a latency histogram t keeps
+// and its folds, but not a latency histogram t keeps
 // (tally.WithLatency), as OpenTelemetry has no asynchronous histogram to
 // report it with. Build one Observer per Tally and provider: two over one
 // Tally on one provider would report each count twice, as the provider sums

@@ -280,8 +280,9 @@ func (a *apiLimiter) instrument(sc Scope) *instrument {
 	return a.resolve(sc)
 }
 
-// resolve is instrument's first call for scope, outlined so that
-// instrument inlines into the observed paths.
+// resolve is instrument's first call for scope, outlined: the paths that
+// find the instrument resolved stay a load and a nil check (allowN writes
+// that out, as instrument costs just over the inliner's budget).
 func (a *apiLimiter) resolve(sc Scope) *instrument {
 	a.resolving.Lock()
 	defer a.resolving.Unlock()
