@@ -16,19 +16,21 @@ import (
 // API) keyed by user, so a limiter can hold pairs whose limits change beside
 // pairs whose limits do not: keys move one by one, never a whole limiter.
 //
-// Every limiter that is a migrate.Store has, for its life, a Keep hook (does
-// the pair still resolve to this limiter in the current snapshot?) and a
-// Redirect hook (movedAway: decide the call again, through the current
-// snapshot), which it consults only when it would insert a key it does not
-// hold. A Reload carrying state:
+// Every limiter that is a migrate.Store has, for its life, a Keep hook (may
+// the pair be stored here afresh: does it resolve to this limiter in the
+// current snapshot, and is no move still to bring its state here? see keep)
+// and a Redirect hook (movedAway: decide the call again, through the
+// current snapshot), which it consults only when it would insert a key it
+// does not hold. A Reload carrying state:
 //
 //  1. compiles the new snapshot, reusing the limiters of unchanged limits,
 //     and refuses (canCarry) if a pair whose limits change is kept, on
 //     either side, by a limiter without the protocol;
-//  2. opens the migration window (s.moving) and gives every limiter of the
-//     new snapshot an Adopt hook: a key it does not hold is first taken
-//     from the pair's limiter in the old snapshot, converted and put;
-//  3. publishes the snapshot;
+//  2. opens the migration window (s.moving), numbered by a new Epoch, and
+//     gives every limiter of the new snapshot an Adopt hook: once the
+//     snapshot is published, a key it does not hold is first taken from
+//     the pair's limiter in the old snapshot, converted and put;
+//  3. publishes the snapshot, which names the Reload (snapshot.mig);
 //  4. takes, converts and puts every key of every old limiter whose pair
 //     now resolves to other limits (the eager pass);
 //  5. closes the window and removes the Adopt hooks.
@@ -40,7 +42,12 @@ import (
 // was published either decided before the Take (its admission is in the
 // state carried) or finds its key missing, is refused by Keep (the pair
 // resolves elsewhere now) and is decided again under the new limits
-// (movedAway): no admission is lost or counted twice.
+// (movedAway): no admission is lost or counted twice. A call that a Reload
+// sent to a limiter and that finds its pair missing there only after a
+// later Reload has published a snapshot that sends the pair back is refused
+// too, unless its own Adopt settled the pair under that later Reload (Keep
+// is given Adopt's Epoch): it is decided again, and adopts the pair first,
+// so that the later Reload's move never finds the pair stored afresh.
 
 // movedAway is the decision of the Redirect hook: a denial with a negative
 // Limit, which no limiter's decision has. The limiter returns it for the
@@ -119,12 +126,24 @@ func (s *Service) newAPILimiter(g *group, api string, lim admit.KeyedLimiter, wh
 		return a // a LimiterFactory's limiter converts its keys itself (target.go)
 	}
 	a.mig = m
-	keep := func(user string) bool { return s.cur.Load().groupOf(user, api) == g }
+	keep := func(user string, adopted migrate.Epoch) bool { return s.keep(a, user, adopted) }
 	redirect := func(string, int) (admit.Decision, int) { return movedAway, 0 }
 	a.hooks[0] = &migrate.Hooks{Keep: keep, Redirect: redirect}
-	a.hooks[1] = &migrate.Hooks{Adopt: func(user string) { s.adopt(a, user) }, Keep: keep, Redirect: redirect}
+	a.hooks[1] = &migrate.Hooks{Adopt: func(user string) migrate.Epoch { return s.adopt(a, user) }, Keep: keep, Redirect: redirect}
 	a.setHooks(s.moving.Load() != nil)
 	return a
+}
+
+// stored gives a, a limiter that a Check built and stored in its group, its
+// Adopt hook if a Reload's window has opened since newAPILimiter looked:
+// open's pass over the groups' limiters may have missed one stored while it
+// ran, and a limiter without Adopt in a window that moves pairs into it
+// would refuse those pairs (keep) until the window closed. The window is
+// opened (s.moving) before that pass, so one of the two sees the other.
+func (s *Service) stored(a *apiLimiter) {
+	if s.moving.Load() != nil {
+		a.setHooks(true)
+	}
 }
 
 // setHooks gives the limiter its hooks, with Adopt or without.
@@ -151,10 +170,12 @@ func (s *snapshot) groupOf(user, api string) *group {
 }
 
 // migration is one Reload's move of keys: the snapshots before and after,
-// and the strategy.
+// the strategy, and its Epoch. It is open, its keys moving, while s.moving
+// holds it: from before new is published until every move is over (close).
 type migration struct {
 	old, new *snapshot
 	carry    admit.Carry
+	epoch    migrate.Epoch
 }
 
 // carry publishes snap, which replaces old, and moves the keys of the pairs
@@ -169,7 +190,9 @@ func (s *Service) carry(old, snap *snapshot, c admit.Carry) {
 // strategy c, gives the limiters of snap their Adopt hooks, and publishes
 // snap (steps 2 and 3). It requires s.mu.
 func (s *Service) open(old, snap *snapshot, c admit.Carry) *migration {
-	mv := &migration{old: old, new: snap, carry: c}
+	s.epoch++
+	mv := &migration{old: old, new: snap, carry: c, epoch: s.epoch}
+	snap.mig = mv
 	s.moving.Store(mv)
 	snap.eachLimiter(func(a *apiLimiter) { a.setHooks(true) })
 	s.cur.Store(snap)
@@ -221,32 +244,72 @@ func (s *Service) close(mv *migration) {
 	mv.new.eachLimiter(func(a *apiLimiter) { a.setHooks(false) })
 }
 
+// keep is the Keep hook of a: may a store user's pair afresh, a call on it
+// having found it missing, with adopted the Epoch of the call's Adopt (0 if
+// it ran none)? Not if the pair resolves to other limits in the current
+// snapshot (the call is decided again there), nor while the Reload that
+// published that snapshot is still to move the pair's state here, unless
+// the call's Adopt settled the pair under that very Reload.
+//
+// This is where the rule that a move never finds its key stored afresh
+// holds (move): a Check that was sent to a by an older snapshot, found the
+// pair missing and ran its Adopt (or none) before a Reload that brings the
+// pair back to a opened, must not store a fresh state once that Reload has
+// published; the Reload's move would then find the key held and drop the
+// state it carries (the pair spends the old limit again). Refused, the
+// call is decided again, and its Adopt, under the open Reload, moves the
+// pair first. A call whose Adopt settled the pair (took it from its old
+// limiter, or found it in none) may store it: no move of that Reload puts
+// it here after, as the old limiter cannot be given it again (its Keep
+// refuses it: the snapshot sends the pair here). The snapshot is read
+// before s.moving, so a Reload seen open is the one that published it, and
+// one seen closed has finished every move.
+func (s *Service) keep(a *apiLimiter, user string, adopted migrate.Epoch) bool {
+	snap := s.cur.Load()
+	if snap.groupOf(user, a.api) != a.g {
+		return false
+	}
+	mv := snap.mig
+	if mv == nil || mv.epoch == adopted || s.moving.Load() != mv {
+		return true
+	}
+	return mv.old.groupOf(user, a.api) == a.g // the pair's state, if any, is here already
+}
+
 // adopt is the Adopt hook of a: it moves user's key into a from the pair's
-// limiter in the snapshot before the Reload, if the pair resolves to a now
-// and to another limiter then. It runs before a takes any mutex of its own.
-func (s *Service) adopt(a *apiLimiter, user string) {
-	mv := s.moving.Load()
-	if mv == nil || mv.new.groupOf(user, a.api) != a.g {
-		return
+// limiter in the snapshot before the Reload, if the current snapshot's
+// Reload is moving keys, sends the pair to a and sent it elsewhere before.
+// It returns that Reload's Epoch once the pair is settled (moved, or found
+// in no old limiter), and 0 if it settled nothing. It runs before a takes
+// any mutex of its own. It acts only once the Reload has published its
+// snapshot, after which the old limiter refuses to store the pair again.
+func (s *Service) adopt(a *apiLimiter, user string) migrate.Epoch {
+	mv := s.cur.Load().mig
+	if mv == nil || s.moving.Load() != mv || mv.new.groupOf(user, a.api) != a.g {
+		return 0
 	}
 	og := mv.old.groupOf(user, a.api)
 	if og == a.g {
-		return
+		return 0
 	}
 	s.moveMu.Lock()
 	defer s.moveMu.Unlock()
 	if s.moving.Load() != mv {
-		return // the eager pass is over: the key moved, if it was to
+		return 0 // the eager pass is over: the key moved, if it was to
 	}
 	if v, ok := og.byAPI.Load(a.api); ok {
 		s.move(v.(*apiLimiter), a, user, mv.carry)
 	}
+	return mv.epoch
 }
 
 // move takes user's key from the limiter from, converts its state to the
-// limits of to at the clock's reading, and puts it into to, unless to holds
-// the key already (a key adopted, or a state kept from an earlier book,
-// which stays). It requires s.moveMu.
+// limits of to at the clock's reading, and puts it into to. The Put finds
+// the key held only when to keeps a state of the pair from before a Reload
+// with CarryNothing, which resumes (see Reload), and the state taken is
+// dropped: no Check stores the pair in to while a move is still to bring
+// it there (keep), and a pair adopted is no longer in from. It requires
+// s.moveMu.
 func (s *Service) move(from, to *apiLimiter, user string, c admit.Carry) {
 	if from.mig == nil || to.mig == nil {
 		return

@@ -67,6 +67,9 @@ type Service struct {
 	// migration window).
 	moving atomic.Pointer[migration]
 
+	// epoch is the Epoch of the last Reload that moved keys. Guarded by mu.
+	epoch migrate.Epoch
+
 	// obs is WithObserver's observer, or nil.
 	obs admit.Observer
 }
@@ -221,6 +224,7 @@ type snapshot struct {
 	apis   map[string]*apiLimiter  // an API entry's limiter for its API, keyed by user (it is also in its group)
 	users  map[string]*group       // a user entry's group, keyed by user name
 	groups map[admit.Limits]*group // every group above, by limits: what Reload may reuse
+	mig    *migration              // the Reload that published the snapshot and moved keys; nil if none did
 }
 
 // group holds the state of every pair whose limits are limits: one keyed
@@ -419,7 +423,11 @@ func (g *group) limiter(api string) (*apiLimiter, error) {
 	}
 	// Our own copy of the name: the caller may reuse the memory behind api.
 	api = strings.Clone(api)
-	v, _ := g.byAPI.LoadOrStore(api, g.build.svc.newAPILimiter(g, api, lim, which))
+	a := g.build.svc.newAPILimiter(g, api, lim, which)
+	v, loaded := g.byAPI.LoadOrStore(api, a)
+	if !loaded {
+		g.build.svc.stored(a)
+	}
 	return v.(*apiLimiter), nil
 }
 
