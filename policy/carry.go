@@ -196,6 +196,9 @@ func (s *Service) open(old, snap *snapshot, c admit.Carry) *migration {
 	s.moving.Store(mv)
 	snap.eachLimiter(func(a *apiLimiter) { a.setHooks(true) })
 	s.cur.Store(snap)
+	for _, a := range snap.sealed {
+		a.use.CompareAndSwap(sealed, unused) // Keep refuses the pairs that moved now
+	}
 	return mv
 }
 
@@ -264,17 +267,56 @@ func (s *Service) close(mv *migration) {
 // refuses it: the snapshot sends the pair here). The snapshot is read
 // before s.moving, so a Reload seen open is the one that published it, and
 // one seen closed has finished every move.
+//
+// A pair let in marks the limiter used (mark), unless a Reload has sealed
+// it: then keep refuses every pair until that Reload publishes.
 func (s *Service) keep(a *apiLimiter, user string, adopted migrate.Epoch) bool {
 	snap := s.cur.Load()
 	if snap.groupOf(user, a.api) != a.g {
 		return false
 	}
-	mv := snap.mig
-	if mv == nil || mv.epoch == adopted || s.moving.Load() != mv {
-		return true
+	if mv := snap.mig; mv != nil && mv.epoch != adopted && s.moving.Load() == mv && mv.old.groupOf(user, a.api) != a.g {
+		return false // the open Reload is still to bring the pair's state here
 	}
-	return mv.old.groupOf(user, a.api) == a.g // the pair's state, if any, is here already
+	return a.mark()
 }
+
+// The states of apiLimiter.use: whether the limiter may hold a pair, which
+// a Reload needs to know of a limiter that cannot list its users (hashed
+// keys): one that never held a pair has nothing to carry.
+const (
+	unused uint32 = iota // no Keep has let a pair in, no move has put one
+	used                 // the limiter may hold a pair
+	sealed               // unused, and a Reload that counted on it has yet to publish: Keep refuses every pair
+)
+
+// mark records that a may hold a pair from now on, and reports whether it
+// may: not while it is sealed. keep calls it under the key's lock, before
+// the store inserts the key, so that a Reload that seals a (seal) and a
+// call that stores a pair in it are ordered by one CompareAndSwap: the
+// Reload finds a used and is refused, or the call finds a sealed and is
+// decided again, after the Reload has published and the pair resolves
+// elsewhere. Once a is used, mark is one load.
+func (a *apiLimiter) mark() bool {
+	for {
+		switch a.use.Load() {
+		case used:
+			return true
+		case sealed:
+			return false
+		}
+		if a.use.CompareAndSwap(unused, used) {
+			return true
+		}
+	}
+}
+
+// seal reports whether a never held a pair and, if so, seals it: Keep
+// refuses every pair until the Reload that sealed it publishes its
+// snapshot and unseals it (open), or fails and unseals it (canCarry). A
+// sealed limiter therefore holds no pair of the old book when the new one
+// is published, and after, Keep refuses the pairs that moved.
+func (a *apiLimiter) seal() bool { return a.use.CompareAndSwap(unused, sealed) }
 
 // adopt is the Adopt hook of a: it moves user's key into a from the pair's
 // limiter in the snapshot before the Reload, if the current snapshot's
@@ -319,6 +361,7 @@ func (s *Service) move(from, to *apiLimiter, user string, c admit.Carry) {
 	if !from.mig.Take(user, fs[:fl]) {
 		return
 	}
+	to.use.Store(used) // no Reload seals it meanwhile: they are serialized, and this one has published
 	kernel.Convert(from.g.kern, fs[:fl], to.g.kern, ts[:tl], s.clock.Now(), kernel.Carry(c))
 	to.mig.Put(user, ts[:tl])
 }
@@ -379,11 +422,22 @@ func (b *Book) othersLimits(api string) admit.Limits {
 // canCarry reports, as an error wrapping admit.ErrUnsupported, a pair
 // whose limits change from s to snap (whose groups are built and proven,
 // its API limiters perhaps not yet published) that cannot carry its state:
-// its limiter in s was built and cannot hand over its keys (Take and Keys),
-// or the limiters of its new limits cannot take a state (Put). A limiter
-// not built holds no pair. It reports the first such pair in the order of
-// s's book (its entries' limits, then APIs and users by name).
-func (s *snapshot) canCarry(snap *snapshot, c admit.Carry) error {
+// its limiter in s may hold pairs and cannot hand over its keys (Take and
+// Keys), or the limiters of its new limits cannot take a state (Put). A
+// limiter not built holds no pair; nor does one of hashed keys that no
+// pair ever reached (an API entry's, built with the book), which canCarry
+// seals (apiLimiter.seal) and returns, for open to unseal once snap is
+// published. It reports the first such pair in the order of s's book (its
+// entries' limits, then APIs and users by name), and then seals nothing.
+func (s *snapshot) canCarry(snap *snapshot, c admit.Carry) (seals []*apiLimiter, err error) {
+	defer func() {
+		if err != nil {
+			for _, a := range seals {
+				a.use.CompareAndSwap(sealed, unused)
+			}
+			seals = nil
+		}
+	}()
 	seen := map[*group]bool{}
 	for _, e := range s.book.Rules() {
 		og := s.groups[e.Limits]
@@ -398,20 +452,27 @@ func (s *snapshot) canCarry(snap *snapshot, c admit.Carry) error {
 		})
 		slices.Sort(apis)
 		for _, api := range apis {
-			for _, m := range s.moves(snap.book, og, api) {
+			ms := s.moves(snap.book, og, api)
+			if len(ms) > 0 && og.proto.store && !og.proto.lists {
+				if v, _ := og.byAPI.Load(api); v.(*apiLimiter).seal() {
+					seals = append(seals, v.(*apiLimiter))
+					continue // it holds no pair: nothing to carry
+				}
+			}
+			for _, m := range ms {
 				ng := snap.groups[m.to]
 				switch {
 				case !og.proto.store:
-					return carryError(c, api, m, og.limits, "their limiter, a "+og.proto.typ+", cannot hand over its users' states")
+					return seals, carryError(c, api, m, og.limits, "their limiter, a "+og.proto.typ+", cannot hand over its users' states")
 				case !og.proto.lists:
-					return carryError(c, api, m, og.limits, "their limiter keeps hashed keys, which it cannot list")
+					return seals, carryError(c, api, m, og.limits, "their limiter keeps hashed keys, which it cannot list")
 				case !ng.proto.store:
-					return carryError(c, api, m, og.limits, "the limiter of the new limits, a "+ng.proto.typ+", cannot take a carried state")
+					return seals, carryError(c, api, m, og.limits, "the limiter of the new limits, a "+ng.proto.typ+", cannot take a carried state")
 				}
 			}
 		}
 	}
-	return nil
+	return seals, nil
 }
 
 // carryError is canCarry's error for the pairs m of api, whose limits were

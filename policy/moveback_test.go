@@ -55,7 +55,8 @@ func (s *stop) at() {
 type gated struct {
 	admit.KeyedLimiter
 	migrate.Store
-	g *gate
+	g     *gate
+	after bool // the keep stop is after the hooks' Keep has answered, not before it asks
 }
 
 func (l *gated) mine(key string) bool {
@@ -96,10 +97,14 @@ func (l *gated) SetHooks(h *migrate.Hooks) {
 	}
 	w := *h
 	w.Keep = func(key string, adopted migrate.Epoch) bool {
-		if l.mine(key) {
+		if l.mine(key) && !l.after {
 			l.g.keep.at()
 		}
-		return h.Keep(key, adopted)
+		ok := h.Keep(key, adopted)
+		if l.mine(key) && l.after {
+			l.g.keep.at()
+		}
+		return ok
 	}
 	l.Store.SetHooks(&w)
 }
