@@ -134,54 +134,42 @@ func TestMoveBack(t *testing.T) {
 		}
 		return &gated{KeyedLimiter: l, Store: l.(migrate.Store), g: g}, nil
 	}
-	type tc struct {
-		name  string
-		rules [2]string // the limits of 10 and of 20
-		opts  func(g *gate) []admit.Option
+	single := func(f policy.Factory) func(*gate) []admit.Option {
+		return func(g *gate) []admit.Option {
+			return []admit.Option{policy.WithFactory(func(r admit.Rule, o ...admit.Option) (admit.KeyedLimiter, error) {
+				l, err := f(r, o...)
+				return gateIt(l, err, g)
+			})}
+		}
 	}
-	cases := []tc{
-		{"locked/fixed-window", [2]string{"fixed-window,10,1h", "fixed-window,20,1h"}, func(g *gate) []admit.Option {
-			return []admit.Option{policy.WithFactory(func(r admit.Rule, o ...admit.Option) (admit.KeyedLimiter, error) {
-				l, err := locked.New(r, o...)
-				return gateIt(l, err, g)
-			})}
-		}},
-		{"sharded/fixed-window", [2]string{"fixed-window,10,1h", "fixed-window,20,1h"}, func(g *gate) []admit.Option {
-			return []admit.Option{policy.WithFactory(func(r admit.Rule, o ...admit.Option) (admit.KeyedLimiter, error) {
-				l, err := sharded.New(r, o...)
-				return gateIt(l, err, g)
-			})}
-		}},
-		{"sharded/sliding-log", [2]string{"sliding-log,10,1h", "sliding-log,20,1h"}, func(g *gate) []admit.Option {
-			return []admit.Option{policy.WithFactory(func(r admit.Rule, o ...admit.Option) (admit.KeyedLimiter, error) {
-				l, err := sharded.New(r, o...)
-				return gateIt(l, err, g)
-			})}
-		}},
-		{"atomic/token-bucket", [2]string{"token-bucket,10,1h", "token-bucket,20,1h"}, func(g *gate) []admit.Option {
-			return []admit.Option{policy.WithFactory(func(r admit.Rule, o ...admit.Option) (admit.KeyedLimiter, error) {
-				l, err := admitatomic.New(r, o...)
-				return gateIt(l, err, g)
-			})}
-		}},
-	}
-	for _, lf := range []struct {
-		name string
-		f    policy.LimitsFactory
-	}{{"locked", locked.NewLimits}, {"sharded", sharded.NewLimits}, {"atomic", admitatomic.NewLimits}} {
-		cases = append(cases, tc{lf.name + "/composite", [2]string{"fixed-window,10,1h + token-bucket,10,1h", "fixed-window,20,1h + token-bucket,20,1h"}, func(g *gate) []admit.Option {
+	composite := func(f policy.LimitsFactory) func(*gate) []admit.Option {
+		return func(g *gate) []admit.Option {
 			return []admit.Option{policy.WithLimitsFactory(func(l admit.Limits, o ...admit.Option) (admit.KeyedLimiter, error) {
-				k, err := lf.f(l, o...)
+				k, err := f(l, o...)
 				return gateIt(k, err, g)
 			})}
-		}})
+		}
+	}
+	const compLo, compHi = "fixed-window,10,1h + token-bucket,10,1h", "fixed-window,20,1h + token-bucket,20,1h"
+	cases := []struct {
+		name   string
+		lo, hi string // the limits of 10 and of 20
+		opts   func(g *gate) []admit.Option
+	}{
+		{"locked/fixed-window", "fixed-window,10,1h", "fixed-window,20,1h", single(locked.New)},
+		{"sharded/fixed-window", "fixed-window,10,1h", "fixed-window,20,1h", single(sharded.New)},
+		{"sharded/sliding-log", "sliding-log,10,1h", "sliding-log,20,1h", single(sharded.New)},
+		{"atomic/token-bucket", "token-bucket,10,1h", "token-bucket,20,1h", single(admitatomic.New)},
+		{"locked/composite", compLo, compHi, composite(locked.NewLimits)},
+		{"sharded/composite", compLo, compHi, composite(sharded.NewLimits)},
+		{"atomic/composite", compLo, compHi, composite(admitatomic.NewLimits)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g := &gate{key: "u", limit: 10, enter: newStop(), keep: newStop(), put: newStop()}
 			close(g.put.release) // the Put only says it arrived
-			bookA := parse(t, "default = "+c.rules[0]+"\napi./keep = "+c.rules[1]+"\n")
-			bookB := parse(t, "default = "+c.rules[1]+"\napi./keep = "+c.rules[0]+"\n")
+			bookA := parse(t, "default = "+c.lo+"\napi./keep = "+c.hi+"\n")
+			bookB := parse(t, "default = "+c.hi+"\napi./keep = "+c.lo+"\n")
 			s := service(t, bookA, append(c.opts(g), admit.WithClock(clock.NewFake()))...)
 			carry := policy.WithCarry(admit.CarryProportional)
 			spendN(t, s, "u", "/x", 5)
