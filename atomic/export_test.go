@@ -34,7 +34,7 @@ func (l *keyed[C, PC, K]) ringLens() []int {
 // reached obtain after the other call had stored the key's cell. It reports
 // whether obtain handed back that cell.
 func (l *keyed[C, PC, K]) loseCreationRace(key string) bool {
-	c, _, m := l.obtain(key, l.clock.Now(), true, nil)
+	c, _, m := l.obtain(key, l.clock.Now(), true, keeper{})
 	existing, _ := l.m.Load(key)
 	return m == missCell && c == existing
 }
@@ -59,7 +59,7 @@ func cellOf[C any, PC interface {
 	*C
 	kcell[K]
 }, K any](l *keyed[C, PC, K], key string) *C {
-	c, _, _ := l.obtain(key, 0, true, nil)
+	c, _, _ := l.obtain(key, 0, true, keeper{})
 	return c
 }
 

@@ -423,23 +423,33 @@ func (l *keyed[C, PC, K]) missing(key string, now time.Duration, store bool) (c 
 		if !store {
 			return nil, 0, missFresh
 		}
-		return l.obtain(key, now, true, nil)
+		return l.obtain(key, now, true, keeper{})
 	}
+	var keep keeper
 	if hk.Adopt != nil {
-		hk.Adopt(key)
+		keep.adopted = hk.Adopt(key)
 		if c, ok := l.m.Load(key); ok {
 			return c, 0, missCell
 		}
 	}
-	var keep func(string) bool
 	if hk.Redirect != nil { // a Keep without a Redirect has nowhere to send the call
-		keep = hk.Keep
+		keep.keep = hk.Keep
 	}
-	if !store && keep == nil {
+	if !store && keep.keep == nil {
 		return nil, 0, missFresh
 	}
 	return l.obtain(key, now, store, keep)
 }
+
+// keeper is the hooks' Keep as obtain asks it: with the Epoch the call's
+// Adopt returned (0 if it ran none). The zero keeper keeps every key.
+type keeper struct {
+	keep    func(string, migrate.Epoch) bool
+	adopted migrate.Epoch
+}
+
+// refuses reports whether the hooks' Keep refuses key.
+func (k keeper) refuses(key string) bool { return k.keep != nil && !k.keep(key, k.adopted) }
 
 // obtain returns key's cell for a call that found key missing and read now
 // (already clamped to the floor): if store, it creates the cell (a
@@ -447,9 +457,9 @@ func (l *keyed[C, PC, K]) missing(key string, now time.Duration, store bool) (c 
 // with no room to make, returns missFull and the RetryAfter of the denial,
 // which it counts (Stats: every caller denies on missFull); otherwise it
 // creates nothing, and returns a cell only if another call has
-// stored one meanwhile. With keep (the hooks' Keep; nil for none), it asks
-// keep(key) right before it would insert the key, and returns missMoved,
-// creating nothing, if keep refuses it.
+// stored one meanwhile. With keep (the hooks' Keep; the zero keeper for
+// none), it asks keep right before it would insert the key, and returns
+// missMoved, creating nothing, if keep refuses it.
 //
 // The insertion, and keep with it, runs in the map's LoadOrTryCompute,
 // under the lock of the key's bucket, which Take (migrate.go) holds too
@@ -464,7 +474,7 @@ func (l *keyed[C, PC, K]) missing(key string, now time.Duration, store bool) (c 
 // Keys lists with, copies each bucket under the same lock, so an insertion
 // that keep let in before the snapshot changed is also in every Keys that
 // starts after.
-func (l *keyed[C, PC, K]) obtain(key string, now time.Duration, store bool, keep func(string) bool) (c *C, wait time.Duration, m missed) {
+func (l *keyed[C, PC, K]) obtain(key string, now time.Duration, store bool, keep keeper) (c *C, wait time.Duration, m missed) {
 	h := maphash.String(l.seed, key)
 	r := &l.rings[h>>l.shift]
 	room, counted := store, false
@@ -473,7 +483,7 @@ func (l *keyed[C, PC, K]) obtain(key string, now time.Duration, store bool, keep
 			wait, room = l.makeRoom(r, now)
 		}
 		counted = room
-		if !room && keep == nil {
+		if !room && keep.keep == nil {
 			if c, ok := l.m.Load(key); ok {
 				return c, 0, missCell // created meanwhile by another call: no room needed
 			}
@@ -489,7 +499,7 @@ func (l *keyed[C, PC, K]) obtain(key string, now time.Duration, store bool, keep
 	m = missFresh
 	c, loaded := l.m.LoadOrTryCompute(name, func() (*C, bool) {
 		switch {
-		case keep != nil && !keep(key):
+		case keep.refuses(key):
 			m = missMoved
 		case !store:
 		case !room:

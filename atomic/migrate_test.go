@@ -427,7 +427,7 @@ func TestTakeFreezes(t *testing.T) {
 		var moved satomic.Bool
 		var redirects int
 		a.SetHooks(&migrate.Hooks{
-			Keep: func(string) bool { return !moved.Load() },
+			Keep: func(string, migrate.Epoch) bool { return !moved.Load() },
 			Redirect: func(key string, n int) (admit.Decision, int) {
 				redirects++
 				return conformance.AllowWhich(b, key, n)
@@ -464,7 +464,7 @@ func TestKeepRedirects(t *testing.T) {
 		var keeps, redirects []string
 		keep := true
 		lim.SetHooks(&migrate.Hooks{
-			Keep: func(key string) bool {
+			Keep: func(key string, _ migrate.Epoch) bool {
 				keeps = append(keeps, key)
 				return keep
 			},
@@ -502,7 +502,7 @@ func TestKeepRedirects(t *testing.T) {
 		d, _ = conformance.AllowWhich(lim, "new", 1)
 		assert.Equal(t, limits.Limit()-1, d.Remaining, "%v: a kept key is inserted as usual", f)
 		assert.Equal(t, 2, lim.Len(), f)
-		lim.SetHooks(&migrate.Hooks{Keep: func(string) bool { return false }})
+		lim.SetHooks(&migrate.Hooks{Keep: func(string, migrate.Epoch) bool { return false }})
 		d, _ = conformance.AllowWhich(lim, "other", 1)
 		assert.Equal(t, limits.Limit()-1, d.Remaining, "%v: a Keep without a Redirect keeps the key", f)
 		lim.SetHooks(nil)
@@ -524,7 +524,7 @@ func TestKeepRedirectsReservations(t *testing.T) {
 		redirect := admit.Decision{Allowed: true, Limit: 3, Remaining: 1}
 		var redirects int
 		lim.SetHooks(&migrate.Hooks{
-			Keep: func(string) bool { return false },
+			Keep: func(string, migrate.Epoch) bool { return false },
 			Redirect: func(key string, n int) (admit.Decision, int) {
 				redirects++
 				assert.Equal(t, "moved", key)
@@ -568,7 +568,7 @@ func TestKeepOrderedWithTake(t *testing.T) {
 		took := make(chan bool, 1)
 		first := true
 		lim.SetHooks(&migrate.Hooks{
-			Keep: func(key string) bool {
+			Keep: func(key string, _ migrate.Epoch) bool {
 				if !first {
 					return true
 				}
@@ -621,13 +621,18 @@ func TestAdopt(t *testing.T) {
 		var adopted []string
 		keeps := 0
 		lim.SetHooks(&migrate.Hooks{
-			Adopt: func(key string) {
+			Adopt: func(key string) migrate.Epoch {
 				adopted = append(adopted, key)
 				if other.Take(key, spent) {
 					require.True(t, lim.Put(key, spent))
 				}
+				return 7
 			},
-			Keep:     func(string) bool { keeps++; return true },
+			Keep: func(_ string, adopted migrate.Epoch) bool {
+				assert.Equal(t, migrate.Epoch(7), adopted, "%v: Keep is asked with the call's Adopt's Epoch", f)
+				keeps++
+				return true
+			},
 			Redirect: func(string, int) (admit.Decision, int) { panic("kept") },
 		})
 		d, _ := conformance.AllowWhich(lim, "k", 1)

@@ -16,19 +16,21 @@ import (
 // API) keyed by user, so a limiter can hold pairs whose limits change beside
 // pairs whose limits do not: keys move one by one, never a whole limiter.
 //
-// Every limiter that is a migrate.Store has, for its life, a Keep hook (does
-// the pair still resolve to this limiter in the current snapshot?) and a
-// Redirect hook (movedAway: decide the call again, through the current
-// snapshot), which it consults only when it would insert a key it does not
-// hold. A Reload carrying state:
+// Every limiter that is a migrate.Store has, for its life, a Keep hook (may
+// the pair be stored here afresh: does it resolve to this limiter in the
+// current snapshot, and is no move still to bring its state here? see keep)
+// and a Redirect hook (movedAway: decide the call again, through the
+// current snapshot), which it consults only when it would insert a key it
+// does not hold. A Reload carrying state:
 //
 //  1. compiles the new snapshot, reusing the limiters of unchanged limits,
 //     and refuses (canCarry) if a pair whose limits change is kept, on
 //     either side, by a limiter without the protocol;
-//  2. opens the migration window (s.moving) and gives every limiter of the
-//     new snapshot an Adopt hook: a key it does not hold is first taken
-//     from the pair's limiter in the old snapshot, converted and put;
-//  3. publishes the snapshot;
+//  2. opens the migration window (s.moving), numbered by a new Epoch, and
+//     gives every limiter of the new snapshot an Adopt hook: once the
+//     snapshot is published, a key it does not hold is first taken from
+//     the pair's limiter in the old snapshot, converted and put;
+//  3. publishes the snapshot, which names the Reload (snapshot.mig);
 //  4. takes, converts and puts every key of every old limiter whose pair
 //     now resolves to other limits (the eager pass);
 //  5. closes the window and removes the Adopt hooks.
@@ -40,7 +42,12 @@ import (
 // was published either decided before the Take (its admission is in the
 // state carried) or finds its key missing, is refused by Keep (the pair
 // resolves elsewhere now) and is decided again under the new limits
-// (movedAway): no admission is lost or counted twice.
+// (movedAway): no admission is lost or counted twice. A call that a Reload
+// sent to a limiter and that finds its pair missing there only after a
+// later Reload has published a snapshot that sends the pair back is refused
+// too, unless its own Adopt settled the pair under that later Reload (Keep
+// is given Adopt's Epoch): it is decided again, and adopts the pair first,
+// so that the later Reload's move never finds the pair stored afresh.
 
 // movedAway is the decision of the Redirect hook: a denial with a negative
 // Limit, which no limiter's decision has. The limiter returns it for the
@@ -119,12 +126,24 @@ func (s *Service) newAPILimiter(g *group, api string, lim admit.KeyedLimiter, wh
 		return a // a LimiterFactory's limiter converts its keys itself (target.go)
 	}
 	a.mig = m
-	keep := func(user string) bool { return s.cur.Load().groupOf(user, api) == g }
+	keep := func(user string, adopted migrate.Epoch) bool { return s.keep(a, user, adopted) }
 	redirect := func(string, int) (admit.Decision, int) { return movedAway, 0 }
 	a.hooks[0] = &migrate.Hooks{Keep: keep, Redirect: redirect}
-	a.hooks[1] = &migrate.Hooks{Adopt: func(user string) { s.adopt(a, user) }, Keep: keep, Redirect: redirect}
+	a.hooks[1] = &migrate.Hooks{Adopt: func(user string) migrate.Epoch { return s.adopt(a, user) }, Keep: keep, Redirect: redirect}
 	a.setHooks(s.moving.Load() != nil)
 	return a
+}
+
+// stored gives a, a limiter that a Check built and stored in its group, its
+// Adopt hook if a Reload's window has opened since newAPILimiter looked:
+// open's pass over the groups' limiters may have missed one stored while it
+// ran, and a limiter without Adopt in a window that moves pairs into it
+// would refuse those pairs (keep) until the window closed. The window is
+// opened (s.moving) before that pass, so one of the two sees the other.
+func (s *Service) stored(a *apiLimiter) {
+	if s.moving.Load() != nil {
+		a.setHooks(true)
+	}
 }
 
 // setHooks gives the limiter its hooks, with Adopt or without.
@@ -151,10 +170,12 @@ func (s *snapshot) groupOf(user, api string) *group {
 }
 
 // migration is one Reload's move of keys: the snapshots before and after,
-// and the strategy.
+// the strategy, and its Epoch. It is open, its keys moving, while s.moving
+// holds it: from before new is published until every move is over (close).
 type migration struct {
 	old, new *snapshot
 	carry    admit.Carry
+	epoch    migrate.Epoch
 }
 
 // carry publishes snap, which replaces old, and moves the keys of the pairs
@@ -169,10 +190,15 @@ func (s *Service) carry(old, snap *snapshot, c admit.Carry) {
 // strategy c, gives the limiters of snap their Adopt hooks, and publishes
 // snap (steps 2 and 3). It requires s.mu.
 func (s *Service) open(old, snap *snapshot, c admit.Carry) *migration {
-	mv := &migration{old: old, new: snap, carry: c}
+	s.epoch++
+	mv := &migration{old: old, new: snap, carry: c, epoch: s.epoch}
+	snap.mig = mv
 	s.moving.Store(mv)
 	snap.eachLimiter(func(a *apiLimiter) { a.setHooks(true) })
 	s.cur.Store(snap)
+	for _, a := range snap.sealed {
+		a.use.CompareAndSwap(sealed, unused) // Keep refuses the pairs that moved now
+	}
 	return mv
 }
 
@@ -221,32 +247,111 @@ func (s *Service) close(mv *migration) {
 	mv.new.eachLimiter(func(a *apiLimiter) { a.setHooks(false) })
 }
 
+// keep is the Keep hook of a: may a store user's pair afresh, a call on it
+// having found it missing, with adopted the Epoch of the call's Adopt (0 if
+// it ran none)? Not if the pair resolves to other limits in the current
+// snapshot (the call is decided again there), nor while the Reload that
+// published that snapshot is still to move the pair's state here, unless
+// the call's Adopt settled the pair under that very Reload.
+//
+// This is where the rule that a move never finds its key stored afresh
+// holds (move): a Check that was sent to a by an older snapshot, found the
+// pair missing and ran its Adopt (or none) before a Reload that brings the
+// pair back to a opened, must not store a fresh state once that Reload has
+// published; the Reload's move would then find the key held and drop the
+// state it carries (the pair spends the old limit again). Refused, the
+// call is decided again, and its Adopt, under the open Reload, moves the
+// pair first. A call whose Adopt settled the pair (took it from its old
+// limiter, or found it in none) may store it: no move of that Reload puts
+// it here after, as the old limiter cannot be given it again (its Keep
+// refuses it: the snapshot sends the pair here). The snapshot is read
+// before s.moving, so a Reload seen open is the one that published it, and
+// one seen closed has finished every move.
+//
+// A pair let in marks the limiter used (mark), unless a Reload has sealed
+// it: then keep refuses every pair until that Reload publishes.
+func (s *Service) keep(a *apiLimiter, user string, adopted migrate.Epoch) bool {
+	snap := s.cur.Load()
+	if snap.groupOf(user, a.api) != a.g {
+		return false
+	}
+	if mv := snap.mig; mv != nil && mv.epoch != adopted && s.moving.Load() == mv && mv.old.groupOf(user, a.api) != a.g {
+		return false // the open Reload is still to bring the pair's state here
+	}
+	return a.mark()
+}
+
+// The states of apiLimiter.use: whether the limiter may hold a pair, which
+// a Reload needs to know of a limiter that cannot list its users (hashed
+// keys): one that never held a pair has nothing to carry.
+const (
+	unused uint32 = iota // no Keep has let a pair in, no move has put one
+	used                 // the limiter may hold a pair
+	sealed               // unused, and a Reload that counted on it has yet to publish: Keep refuses every pair
+)
+
+// mark records that a may hold a pair from now on, and reports whether it
+// may: not while it is sealed. keep calls it under the key's lock, before
+// the store inserts the key, so that a Reload that seals a (seal) and a
+// call that stores a pair in it are ordered by one CompareAndSwap: the
+// Reload finds a used and is refused, or the call finds a sealed and is
+// decided again, after the Reload has published and the pair resolves
+// elsewhere. Once a is used, mark is one load.
+func (a *apiLimiter) mark() bool {
+	for {
+		switch a.use.Load() {
+		case used:
+			return true
+		case sealed:
+			return false
+		}
+		if a.use.CompareAndSwap(unused, used) {
+			return true
+		}
+	}
+}
+
+// seal reports whether a never held a pair and, if so, seals it: Keep
+// refuses every pair until the Reload that sealed it publishes its
+// snapshot and unseals it (open), or fails and unseals it (canCarry). A
+// sealed limiter therefore holds no pair of the old book when the new one
+// is published, and after, Keep refuses the pairs that moved.
+func (a *apiLimiter) seal() bool { return a.use.CompareAndSwap(unused, sealed) }
+
 // adopt is the Adopt hook of a: it moves user's key into a from the pair's
-// limiter in the snapshot before the Reload, if the pair resolves to a now
-// and to another limiter then. It runs before a takes any mutex of its own.
-func (s *Service) adopt(a *apiLimiter, user string) {
-	mv := s.moving.Load()
-	if mv == nil || mv.new.groupOf(user, a.api) != a.g {
-		return
+// limiter in the snapshot before the Reload, if the current snapshot's
+// Reload is moving keys, sends the pair to a and sent it elsewhere before.
+// It returns that Reload's Epoch once the pair is settled (moved, or found
+// in no old limiter), and 0 if it settled nothing. It runs before a takes
+// any mutex of its own. It acts only once the Reload has published its
+// snapshot, after which the old limiter refuses to store the pair again.
+func (s *Service) adopt(a *apiLimiter, user string) migrate.Epoch {
+	mv := s.cur.Load().mig
+	if mv == nil || s.moving.Load() != mv || mv.new.groupOf(user, a.api) != a.g {
+		return 0
 	}
 	og := mv.old.groupOf(user, a.api)
 	if og == a.g {
-		return
+		return 0
 	}
 	s.moveMu.Lock()
 	defer s.moveMu.Unlock()
 	if s.moving.Load() != mv {
-		return // the eager pass is over: the key moved, if it was to
+		return 0 // the eager pass is over: the key moved, if it was to
 	}
 	if v, ok := og.byAPI.Load(a.api); ok {
 		s.move(v.(*apiLimiter), a, user, mv.carry)
 	}
+	return mv.epoch
 }
 
 // move takes user's key from the limiter from, converts its state to the
-// limits of to at the clock's reading, and puts it into to, unless to holds
-// the key already (a key adopted, or a state kept from an earlier book,
-// which stays). It requires s.moveMu.
+// limits of to at the clock's reading, and puts it into to. The Put finds
+// the key held only when to keeps a state of the pair from before a Reload
+// with CarryNothing, which resumes (see Reload), and the state taken is
+// dropped: no Check stores the pair in to while a move is still to bring
+// it there (keep), and a pair adopted is no longer in from. It requires
+// s.moveMu.
 func (s *Service) move(from, to *apiLimiter, user string, c admit.Carry) {
 	if from.mig == nil || to.mig == nil {
 		return
@@ -256,6 +361,7 @@ func (s *Service) move(from, to *apiLimiter, user string, c admit.Carry) {
 	if !from.mig.Take(user, fs[:fl]) {
 		return
 	}
+	to.use.Store(used) // no Reload seals it meanwhile: they are serialized, and this one has published
 	kernel.Convert(from.g.kern, fs[:fl], to.g.kern, ts[:tl], s.clock.Now(), kernel.Carry(c))
 	to.mig.Put(user, ts[:tl])
 }
@@ -316,11 +422,22 @@ func (b *Book) othersLimits(api string) admit.Limits {
 // canCarry reports, as an error wrapping admit.ErrUnsupported, a pair
 // whose limits change from s to snap (whose groups are built and proven,
 // its API limiters perhaps not yet published) that cannot carry its state:
-// its limiter in s was built and cannot hand over its keys (Take and Keys),
-// or the limiters of its new limits cannot take a state (Put). A limiter
-// not built holds no pair. It reports the first such pair in the order of
-// s's book (its entries' limits, then APIs and users by name).
-func (s *snapshot) canCarry(snap *snapshot, c admit.Carry) error {
+// its limiter in s may hold pairs and cannot hand over its keys (Take and
+// Keys), or the limiters of its new limits cannot take a state (Put). A
+// limiter not built holds no pair; nor does one of hashed keys that no
+// pair ever reached (an API entry's, built with the book), which canCarry
+// seals (apiLimiter.seal) and returns, for open to unseal once snap is
+// published. It reports the first such pair in the order of s's book (its
+// entries' limits, then APIs and users by name), and then seals nothing.
+func (s *snapshot) canCarry(snap *snapshot, c admit.Carry) (seals []*apiLimiter, err error) {
+	defer func() {
+		if err != nil {
+			for _, a := range seals {
+				a.use.CompareAndSwap(sealed, unused)
+			}
+			seals = nil
+		}
+	}()
 	seen := map[*group]bool{}
 	for _, e := range s.book.Rules() {
 		og := s.groups[e.Limits]
@@ -335,20 +452,27 @@ func (s *snapshot) canCarry(snap *snapshot, c admit.Carry) error {
 		})
 		slices.Sort(apis)
 		for _, api := range apis {
-			for _, m := range s.moves(snap.book, og, api) {
+			ms := s.moves(snap.book, og, api)
+			if len(ms) > 0 && og.proto.store && !og.proto.lists {
+				if v, _ := og.byAPI.Load(api); v.(*apiLimiter).seal() {
+					seals = append(seals, v.(*apiLimiter))
+					continue // it holds no pair: nothing to carry
+				}
+			}
+			for _, m := range ms {
 				ng := snap.groups[m.to]
 				switch {
 				case !og.proto.store:
-					return carryError(c, api, m, og.limits, "their limiter, a "+og.proto.typ+", cannot hand over its users' states")
+					return seals, carryError(c, api, m, og.limits, "their limiter, a "+og.proto.typ+", cannot hand over its users' states")
 				case !og.proto.lists:
-					return carryError(c, api, m, og.limits, "their limiter keeps hashed keys, which it cannot list")
+					return seals, carryError(c, api, m, og.limits, "their limiter keeps hashed keys, which it cannot list")
 				case !ng.proto.store:
-					return carryError(c, api, m, og.limits, "the limiter of the new limits, a "+ng.proto.typ+", cannot take a carried state")
+					return seals, carryError(c, api, m, og.limits, "the limiter of the new limits, a "+ng.proto.typ+", cannot take a carried state")
 				}
 			}
 		}
 	}
-	return nil
+	return seals, nil
 }
 
 // carryError is canCarry's error for the pairs m of api, whose limits were

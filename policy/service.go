@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -66,6 +67,9 @@ type Service struct {
 	// moving is the Reload whose keys are moving (nil outside a Reload's
 	// migration window).
 	moving atomic.Pointer[migration]
+
+	// epoch is the Epoch of the last Reload that moved keys. Guarded by mu.
+	epoch migrate.Epoch
 
 	// obs is WithObserver's observer, or nil.
 	obs admit.Observer
@@ -221,6 +225,8 @@ type snapshot struct {
 	apis   map[string]*apiLimiter  // an API entry's limiter for its API, keyed by user (it is also in its group)
 	users  map[string]*group       // a user entry's group, keyed by user name
 	groups map[admit.Limits]*group // every group above, by limits: what Reload may reuse
+	mig    *migration              // the Reload that published the snapshot and moved keys; nil if none did
+	sealed []*apiLimiter           // the old limiters canCarry sealed, which open unseals once the snapshot is published
 }
 
 // group holds the state of every pair whose limits are limits: one keyed
@@ -249,6 +255,7 @@ type apiLimiter struct {
 	api   string  // the API the limiter serves
 	mig   migrate.Store
 	hooks [2]*migrate.Hooks // mig's hooks: Keep and Redirect; with Adopt too (carry.go)
+	use   atomic.Uint32     // unused, used or sealed: whether mig may hold a pair (carry.go, mark)
 
 	// obs is the Service's observer, or nil; insts holds the instrument
 	// resolved for each scope that has decided through the limiter (nil
@@ -419,7 +426,11 @@ func (g *group) limiter(api string) (*apiLimiter, error) {
 	}
 	// Our own copy of the name: the caller may reuse the memory behind api.
 	api = strings.Clone(api)
-	v, _ := g.byAPI.LoadOrStore(api, g.build.svc.newAPILimiter(g, api, lim, which))
+	a := g.build.svc.newAPILimiter(g, api, lim, which)
+	v, loaded := g.byAPI.LoadOrStore(api, a)
+	if !loaded {
+		g.build.svc.stored(a)
+	}
 	return v.(*apiLimiter), nil
 }
 
@@ -550,9 +561,20 @@ func (s *Service) CheckN(user, api string, n int) admit.Decision {
 		// The pair's key moved to other limits in a Reload that came after
 		// snap was loaded, and the limiter decided nothing (refused, see
 		// carry.go): the call is decided under the current book.
+		s.refused(snap)
 		return s.CheckN(user, api, n)
 	}
 	return d
+}
+
+// refused is the pause of a call that a limiter refused (movedAway) before
+// it is decided again: none if a newer snapshot is published, else a
+// yield, as a Reload that sealed the limiter (carry.go, mark) is about to
+// publish one. Only refused calls pay it.
+func (s *Service) refused(snap *snapshot) {
+	if s.cur.Load() == snap {
+		runtime.Gosched()
+	}
 }
 
 // CheckNWhich is [Service.CheckN] that also returns the limits the decision
@@ -578,7 +600,8 @@ func (s *Service) CheckNWhich(user, api string, n int) (admit.Decision, admit.Li
 		l = snap.def.limits
 	}
 	if d.Limit < 0 {
-		return s.CheckNWhich(user, api, n) // as in CheckN
+		s.refused(snap) // as in CheckN
+		return s.CheckNWhich(user, api, n)
 	}
 	return d, l, i
 }
@@ -664,7 +687,8 @@ func (s *Service) Book() *Book { return s.cur.Load().book }
 // both sides of such a pair, limiters that can hand over and take their
 // users' states (docs/configuration.md, "Changing limits", lists them: not
 // a factory's of your own, nor a store of hashed keys, which cannot list
-// its users); otherwise Reload returns an error wrapping
+// its users, unless no Check has reached it: an API entry's, built with
+// the book); otherwise Reload returns an error wrapping
 // [admit.ErrUnsupported] that names the pair, and changes nothing:
 // WithCarry(admit.CarryNothing) is the way out.
 //
@@ -816,9 +840,11 @@ func (s *Service) compile(book *Book, old *snapshot, carry admit.Carry) (*snapsh
 		}
 	}
 	if carry != admit.CarryNothing && s.build.target == nil {
-		if err := old.canCarry(snap, carry); err != nil {
+		sealed, err := old.canCarry(snap, carry)
+		if err != nil {
 			return nil, err
 		}
+		snap.sealed = sealed
 	}
 	// Nothing can fail from here on.
 	for _, p := range built {

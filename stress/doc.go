@@ -91,6 +91,19 @@
 // builds only), which a rebuild's freeze defeats, and requires the count to
 // catch it.
 //
+// TestMoveBack runs a policy.Service whose two books swap two limits (10
+// and 20 per hour, on the default and on one API), so that every Reload
+// moves each pair to the other limiter and the next moves it back,
+// carrying its state (CarryProportional), while goroutines Check four
+// pairs on a frozen clock (moveback_test.go), over every keyed variant's
+// stores, each algorithm and a composite. Its stores are wrapped so that a
+// Check entering a limiter sometimes waits for the Reload in progress to
+// finish, and one in the hooks' Keep for the next Reload to publish: no
+// pair may get a fraction of its budget above 1 (2 points per admission
+// under 10, 1 under 20, at most 20), and no Reload's Put may find its key
+// held. TestSelfTestMoveBack plants the old Keep (the current book alone
+// decides) and requires the workload to catch it.
+//
 // # Reading a failure
 //
 // A failing subtest prints the workload, the seed, the command that replays

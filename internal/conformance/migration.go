@@ -54,17 +54,18 @@ func (m *Migration) Redirected() int64 { return m.redirected.Load() }
 // store the snapshot names, and with adopt, Adopt by carrying.
 func (m *Migration) hooks(i int, adopt bool) *migrate.Hooks {
 	h := &migrate.Hooks{
-		Keep: func(string) bool { return m.cur.Load() == int32(i) },
+		Keep: func(string, migrate.Epoch) bool { return m.cur.Load() == int32(i) },
 		Redirect: func(key string, n int) (admit.Decision, int) {
 			m.redirected.Add(1)
 			return AllowWhich(m.stores[m.cur.Load()], key, n)
 		},
 	}
 	if adopt {
-		h.Adopt = func(key string) {
+		h.Adopt = func(key string) migrate.Epoch {
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			m.carry(key)
+			return 0 // the model's Keep needs no Epoch: its snapshot index changes once
 		}
 	}
 	return h

@@ -228,9 +228,10 @@ func (l *store[KT, S]) missing(sh *shard[KT, S], key string, mk KT, now time.Dur
 // consult runs the hooks hk for a call on key, whose map key mk sh does not
 // hold. If hk has an Adopt, it releases sh.mu, calls Adopt, takes sh.mu
 // again and returns the key's state if Adopt put it here. Then, for a key
-// still missing, if Keep refuses it (Keep and Redirect both set: a Keep
-// without a Redirect has nowhere to send the call), consult releases sh.mu
-// and returns redirect true: the caller decides the call with hk.Redirect.
+// still missing, if Keep, asked with the Epoch that this Adopt returned,
+// refuses it (Keep and Redirect both set: a Keep without a Redirect has
+// nowhere to send the call), consult releases sh.mu and returns redirect
+// true: the caller decides the call with hk.Redirect.
 // Otherwise it returns nil and false, sh.mu held: the caller inserts the
 // key as usual. The call's reading, taken before, stays its reading: it is
 // stale by the time Adopt took, as any reading is by the time its call
@@ -238,15 +239,16 @@ func (l *store[KT, S]) missing(sh *shard[KT, S], key string, mk KT, now time.Dur
 //
 // It requires that sh.mu is held, and returns with it held unless redirect.
 func (l *store[KT, S]) consult(sh *shard[KT, S], hk *migrate.Hooks, key string, mk KT) (s *S, redirect bool) {
+	var adopted migrate.Epoch
 	if hk.Adopt != nil {
 		sh.mu.Unlock()
-		hk.Adopt(key)
+		adopted = hk.Adopt(key)
 		sh.mu.Lock()
 		if s = sh.m[mk]; s != nil {
 			return s, false
 		}
 	}
-	if hk.Keep != nil && hk.Redirect != nil && !hk.Keep(key) {
+	if hk.Keep != nil && hk.Redirect != nil && !hk.Keep(key, adopted) {
 		sh.mu.Unlock()
 		return nil, true
 	}

@@ -288,7 +288,7 @@ func TestKeepRedirects(t *testing.T) {
 			var keeps, redirects []string
 			keep := true
 			lim.SetHooks(&migrate.Hooks{
-				Keep: func(key string) bool {
+				Keep: func(key string, _ migrate.Epoch) bool {
 					assert.False(t, free.unlocked(), "%s: Keep runs under the shard's lock", text)
 					keeps = append(keeps, key)
 					return keep
@@ -321,7 +321,7 @@ func TestKeepRedirects(t *testing.T) {
 			d, _ = conformance.AllowWhich(lim, "new", 1)
 			assert.Equal(t, limits.Limit()-1, d.Remaining, "%s: a kept key is inserted as usual", text)
 			assert.Equal(t, 2, lim.Len(), text)
-			lim.SetHooks(&migrate.Hooks{Keep: func(string) bool { return false }})
+			lim.SetHooks(&migrate.Hooks{Keep: func(string, migrate.Epoch) bool { return false }})
 			d, _ = conformance.AllowWhich(lim, "other", 1)
 			assert.Equal(t, limits.Limit()-1, d.Remaining, "%s: a Keep without a Redirect keeps the key", text)
 			lim.SetHooks(nil)
@@ -345,7 +345,7 @@ func TestKeepRedirectsReservations(t *testing.T) {
 		redirect := admit.Decision{Allowed: true, Limit: 3, Remaining: 1}
 		var redirects int
 		lim.SetHooks(&migrate.Hooks{
-			Keep: func(string) bool { return false },
+			Keep: func(string, migrate.Epoch) bool { return false },
 			Redirect: func(key string, n int) (admit.Decision, int) {
 				redirects++
 				assert.Equal(t, "moved", key)
@@ -389,14 +389,19 @@ func TestAdopt(t *testing.T) {
 			var adopted []string
 			keeps := 0
 			lim.SetHooks(&migrate.Hooks{
-				Adopt: func(key string) {
+				Adopt: func(key string) migrate.Epoch {
 					assert.True(t, free.unlocked(), "%s: Adopt runs before the store takes a lock", text)
 					adopted = append(adopted, key)
 					if other.Take(key, spent) {
 						require.True(t, lim.Put(key, spent))
 					}
+					return 7
 				},
-				Keep:     func(string) bool { keeps++; return true },
+				Keep: func(_ string, adopted migrate.Epoch) bool {
+					assert.Equal(t, migrate.Epoch(7), adopted, "%v: Keep is asked with the call's Adopt's Epoch", text)
+					keeps++
+					return true
+				},
 				Redirect: func(string, int) (admit.Decision, int) { panic("kept") },
 			})
 			d, _ := conformance.AllowWhich(lim, "k", 1)

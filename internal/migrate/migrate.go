@@ -52,25 +52,45 @@ type Store interface {
 	SetHooks(h *Hooks)
 }
 
+// Epoch names one Reload's move of keys, from the opening of its window to
+// its close: a Service numbers its Reloads that move keys from 1 on, and 0
+// names none. It is how a call's Keep knows which move its Adopt saw.
+type Epoch uint64
+
 // Hooks are a Service's say over a store's new keys.
+//
+// A store asks them on the path of a call on a key it does not hold: Adopt
+// first, if set, before any lock of the store's own, then Keep, under the
+// key's lock, with what that Adopt returned (0 when the hooks have no Adopt,
+// or the store did not call it, having seen the key held then). Keep may
+// refuse a key that a move is still to bring here and that the call's
+// Adopt did not settle: so a store must pass Keep the Adopt's own answer,
+// from the same call, never one it kept from another.
 type Hooks struct {
 	// Adopt is called with a call's key that the store does not hold,
 	// before the store takes any lock of its own; it may Put the key,
-	// moving it from another store. Nil: nothing to adopt.
-	Adopt func(key string)
+	// moving it from another store. It returns the Epoch of the move under
+	// which it settled the key (took it from the store the key moves from,
+	// or found it held by none), or 0 if it settled nothing. Nil: nothing
+	// to adopt.
+	Adopt func(key string) Epoch
 
 	// Keep is called under the key's shard mutex before the store inserts
-	// key. False means the key no longer belongs in this store (its pair's
-	// limits changed): the store must not insert it, and decides the call
-	// with Redirect after releasing the mutex. Nil: keep every key.
-	Keep func(key string) bool
+	// key, with the Epoch the call's Adopt returned (0 if none ran). False
+	// means the key does not belong in this store now: its pair resolves
+	// to other limits, or a move in progress is still to bring its state
+	// here and adopted is not that move's Epoch. The store must not insert
+	// key then, and decides the call with Redirect after releasing the
+	// mutex. Nil: keep every key.
+	Keep func(key string, adopted Epoch) bool
 
 	// Redirect decides a call the store refused to keep: n requests for
 	// key, returning the decision and the index of the rule that bound,
 	// which the store returns as the call's, unchanged (a policy.Service's
 	// Redirect returns a marker on which the Service decides the call again
-	// under its current book). A reservation the store refused to keep is
-	// Redirect's decision too: an admission due at once that cannot be
-	// cancelled, or a refusal whose Delay is the denial's RetryAfter.
+	// under its current book, where Adopt runs again). A reservation the
+	// store refused to keep is Redirect's decision too: an admission due at
+	// once that cannot be cancelled, or a refusal whose Delay is the
+	// denial's RetryAfter.
 	Redirect func(key string, n int) (admit.Decision, int)
 }

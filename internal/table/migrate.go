@@ -46,28 +46,30 @@ func (t *Store) SetHooks(h *migrate.Hooks) { t.hooks.Store(h) }
 
 // adopt calls the hooks' Adopt for key if the store has an Adopt hook and
 // does not hold key, before any lock of the store's own (Adopt may Put key
-// here, under the shard's mutex). Whether the store holds key is read
+// here, under the shard's mutex), and returns what Adopt returned, for the
+// call's keep (0 if it called none). Whether the store holds key is read
 // without the lock, as a lock-free call reads it: a key that goes missing
-// just after is adopted by no one here, and is met by Keep under the mutex.
-func (t *Store) adopt(sh *shard, rk recKey, key string) {
+// just after is adopted by no one here, and is met by Keep under the mutex
+// with 0, which a move still to bring the key here refuses.
+func (t *Store) adopt(sh *shard, rk recKey, key string) migrate.Epoch {
 	h := t.hooks.Load()
 	if h == nil || h.Adopt == nil {
-		return
+		return 0
 	}
 	if tb := sh.tab.Load(); tb != nil {
 		if i, ok := tb.find(rk.tag, rk.k0, rk.k1, key, t.hashed, t.sbits); ok && tb.slot(i)[1].Load() != t.tomb {
-			return
+			return 0
 		}
 	}
-	h.Adopt(key)
+	return h.Adopt(key)
 }
 
 // keep reports whether the hooks let the store insert key, which it does
-// not hold (true without hooks, or without a Keep hook). It requires the
-// key's shard's mutex.
-func (t *Store) keep(key string) bool {
+// not hold (true without hooks, or without a Keep hook); adopted is what
+// the call's adopt returned. It requires the key's shard's mutex.
+func (t *Store) keep(key string, adopted migrate.Epoch) bool {
 	h := t.hooks.Load()
-	return h == nil || h.Keep == nil || h.Keep(key)
+	return h == nil || h.Keep == nil || h.Keep(key, adopted)
 }
 
 // redirect decides n requests for key, which the hooks' Keep refused, with

@@ -193,13 +193,14 @@ func TestTakeHammer(t *testing.T) {
 						assert.True(t, mb.Put(key, buf[:]))
 					}
 				}
-				mb.SetHooks(&migrate.Hooks{Adopt: func(string) {
+				mb.SetHooks(&migrate.Hooks{Adopt: func(string) migrate.Epoch {
 					if moved.Load() {
 						move()
 					}
+					return 0
 				}})
 				ma.SetHooks(&migrate.Hooks{
-					Keep: func(string) bool { return !moved.Load() },
+					Keep: func(string, migrate.Epoch) bool { return !moved.Load() },
 					Redirect: func(key string, n int) (admit.Decision, int) {
 						redirected.Add(1)
 						return b.AllowN(key, n), 0
@@ -269,7 +270,7 @@ func TestKeepRedirects(t *testing.T) {
 		var redirects []int
 		elsewhere := admit.Decision{Allowed: true, Limit: 99, Remaining: 42, ResetAfter: time.Minute}
 		m.SetHooks(&migrate.Hooks{
-			Adopt: func(key string) {
+			Adopt: func(key string) migrate.Epoch {
 				adopts = append(adopts, key)
 				if key == "adopted" {
 					var s [1]kernel.PartState
@@ -286,8 +287,10 @@ func TestKeepRedirects(t *testing.T) {
 					}
 					require.True(t, m.Put(key, s[:]))
 				}
+				return migrate.Epoch(len(key))
 			},
-			Keep: func(key string) bool {
+			Keep: func(key string, adopted migrate.Epoch) bool {
+				assert.Equal(t, migrate.Epoch(len(key)), adopted, "%v: Keep is asked with the call's Adopt's Epoch", rule)
 				keeps = append(keeps, key)
 				return key != "moved"
 			},

@@ -9,6 +9,7 @@ import (
 	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/migrate"
 	"github.com/admit-go/admit/internal/reservation"
 )
 
@@ -92,17 +93,18 @@ func (r reserver) Allow(key string) (d admit.Decision) {
 func (r reserver) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
 	t := r.Store
 	sh, rk := t.locate(key)
-	t.adopt(sh, rk, key)
-	res, ok, kept := r.reserve(sh, rk, key, n, maxWait)
+	adopted := t.adopt(sh, rk, key)
+	res, ok, kept := r.reserve(sh, rk, key, adopted, n, maxWait)
 	if !kept {
 		return t.reserveElsewhere(key, n)
 	}
 	return res, ok
 }
 
-// reserve is ReserveN under the shard's mutex. kept is false, with nothing
-// reserved, when the key is missing and the hooks' Keep refuses it.
-func (r reserver) reserve(sh *shard, rk recKey, key string, n int, maxWait time.Duration) (res admit.Reservation, ok, kept bool) {
+// reserve is ReserveN under the shard's mutex; adopted is what its adopt
+// returned. kept is false, with nothing reserved, when the key is missing
+// and the hooks' Keep refuses it.
+func (r reserver) reserve(sh *shard, rk recKey, key string, adopted migrate.Epoch, n int, maxWait time.Duration) (res admit.Reservation, ok, kept bool) {
 	t := r.Store
 	now := t.clock.Now()
 	sh.mu.Lock()
@@ -114,7 +116,7 @@ func (r reserver) reserve(sh *shard, rk recKey, key string, n int, maxWait time.
 			return reservation.New(d, n, ticket), ok, true
 		}
 	}
-	if !t.keep(key) {
+	if !t.keep(key, adopted) {
 		return res, false, false
 	}
 	at := spot{tb, i, found}

@@ -474,7 +474,7 @@ func (t *Store) lookup(sh *shard, rk recKey, key string) (tb *tab, i uint64, ok 
 // is neither decided nor stored, and slow returns redirected, on which the
 // caller decides the call with Redirect, the mutex released.
 func (t *Store) slow(sh *shard, rk recKey, key string, now time.Duration, n int) kernel.Verdict {
-	t.adopt(sh, rk, key)
+	adopted := t.adopt(sh, rk, key)
 	hook.Between(hook.BeforeLock)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -508,7 +508,7 @@ func (t *Store) slow(sh *shard, rk recKey, key string, now time.Duration, n int)
 			}
 		}
 	}
-	if !t.keep(key) {
+	if !t.keep(key, adopted) {
 		return redirected
 	}
 	at := spot{tb, i, ok}
