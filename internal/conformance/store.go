@@ -53,6 +53,7 @@ func runStore(t *testing.T, v Variant, alg admit.Algorithm) {
 	t.Run("Churn", func(t *testing.T) { testChurn(t, v, alg) })
 	t.Run("Flood", func(t *testing.T) { testFlood(t, v, alg) })
 	t.Run("MemoryReturns", func(t *testing.T) { testMemoryReturns(t, v, alg) })
+	t.Run("HeldMemoryReturns", func(t *testing.T) { testHeldMemoryReturns(t, v, alg) })
 	t.Run("Stats", func(t *testing.T) { testStats(t, v, alg) })
 }
 
