@@ -80,8 +80,9 @@
 //     (import as admitatomic). Lock-free, one compare-and-swap on a packed
 //     word; no allocation for any token bucket or fixed window.
 //   - Many keys (users, client addresses, API keys): sharded.New. Every
-//     algorithm, states inline, no allocation per call, the fewest bytes per
-//     key, optional hashed keys.
+//     algorithm (one-word states in the slots of a lock-free table, the
+//     others behind a pointer per key), no allocation per call, the fewest
+//     bytes per key, optional hashed keys.
 //   - A sliding log on one key: locked.NewLimiter (atomic has no sliding log).
 //     Package locked is also the plainest code, the kernel under a mutex.
 //
