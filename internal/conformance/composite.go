@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -46,7 +47,8 @@ type CompositeVariant struct {
 // smallest Limit; a differential check against kernel.Composite over
 // generated calls on several keys with the clock moving both ways; Reset;
 // allocations; and, for a variant that reserves, reservations that take
-// and give back in every rule.
+// and give back in every rule, and whose holds give their memory back once
+// swept.
 func RunComposite(t *testing.T, v CompositeVariant) {
 	t.Run("Errors", func(t *testing.T) { testCompositeErrors(t, v) })
 	t.Run("OneRule", func(t *testing.T) { testCompositeOneRule(t, v) })
@@ -58,6 +60,7 @@ func RunComposite(t *testing.T, v CompositeVariant) {
 	t.Run("Reset", func(t *testing.T) { testCompositeReset(t, v) })
 	t.Run("Allocs", func(t *testing.T) { testCompositeAllocs(t, v) })
 	t.Run("Reserve", func(t *testing.T) { testCompositeReserve(t, v) })
+	t.Run("HeldMemoryReturns", func(t *testing.T) { testCompositeHeldMemoryReturns(t, v) })
 }
 
 // tester is what the scripted composite checks need of a *testing.T. A
@@ -954,4 +957,56 @@ func testCompositeReserve(t *testing.T, v CompositeVariant) {
 			}
 		})
 	})
+}
+
+// testCompositeHeldMemoryReturns is testHeldMemoryReturns for a composite
+// of token buckets: each key spends its first bucket and reserves a token
+// due later, leaving a hold (or a held cell's record); once the tokens are
+// due and a sweep has evicted every key, the memory of the holds must be
+// back.
+func testCompositeHeldMemoryReturns(t *testing.T, v CompositeVariant) {
+	if v.Remote {
+		t.Skip("no local store")
+	}
+	n := 20_000 // a composite's hold is about 1 KiB
+	switch {
+	case raceEnabled:
+		n = 5_000
+	case testing.Short():
+		n = 10_000
+	}
+	l := mustLimits(t, "token-bucket,5,1s + token-bucket,50,1m")
+	fake := clock.NewFake()
+	fake.Set(time.Hour)
+	base := heapInUse()
+	lim, err := v.NewLimits(l, admit.WithClock(fake))
+	require.NoError(t, err)
+	res, ok := lim.(admit.KeyedReserver)
+	if !ok {
+		t.Skip("not an admit.KeyedReserver")
+	}
+	store := lim.(admit.CompositeStore)
+	var kb keyBuf
+	for i := range n {
+		require.True(t, lim.AllowN(kb.key("user-", i), 5).Allowed, "%v: new key %d denied", l, i)
+	}
+	keys := heapInUse() - base
+	for i := range n {
+		r, ok := res.ReserveN(kb.key("user-", i), 1, time.Hour)
+		require.True(t, ok, "%v: ReserveN(key %d, 1, 1h)", l, i)
+		require.Positive(t, r.Delay, "%v: ReserveN(key %d, 1, 1h) on a spent bucket", l, i)
+	}
+	full := heapInUse() - base
+	holds := full - keys
+	require.Equal(t, n, store.Len())
+
+	fake.Advance(time.Hour)
+	assert.Equal(t, n, store.Sweep(), "%v: every key is idle an hour later", l)
+	assert.Zero(t, store.Len())
+	swept := heapInUse() - base
+	t.Logf("%v: heap %.2f MiB with %d keys, %.2f MiB with their holds, %.2f MiB after the sweep", l, float64(keys)/(1<<20), n, float64(full)/(1<<20), float64(swept)/(1<<20))
+	// Each hold is a large record behind a small map entry, so the map that
+	// was kept took only 4% of what the holds took: the bound is 1/64.
+	assert.LessOrEqual(t, swept, holds/64, "%v: heap kept after evicting all %d held keys, of the %d bytes their holds took", l, n, holds)
+	runtime.KeepAlive(lim)
 }
