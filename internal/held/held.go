@@ -54,12 +54,13 @@
 // keeps the records of its cells in maps of type evict.Map[ID, Rec], each
 // guarded by a mutex of its own, and holds the mutex that guards the map of
 // a cell's record around every call of this package on that cell: the mutex
-// is the one the protocol speaks of. ID is whatever names a cell's record for as
-// long as the cell lives: its address for cells that never move (package
-// atomic, with maps in stripes chosen by the address), or its key for cells
-// that move (a table that resizes). Every function takes the map by pointer
-// and writes it only through Put and Delete, so that a map that held many
-// records gives their memory back once the cells are released (evict.Map).
+// is the one the protocol speaks of. ID is whatever names a cell's record
+// for as long as the cell lives: its address for cells that never move
+// (package atomic, with maps in stripes chosen by the address), or its key
+// for cells that move (a table that resizes). Every function takes the map
+// by pointer and writes it only through Put and Delete, so that a map that
+// held many records gives their memory back once the cells are released
+// (evict.Map).
 //
 // The functions are generic over the cell (a [Cell] of values V, with K
 // what its methods need to encode states; both are inferred from the cell's
