@@ -74,14 +74,20 @@
 // Each algorithm is written once, as pure arithmetic; the variant packages only
 // decide how a key's state is guarded when many goroutines call at once. All
 // are safe for concurrent use, none takes a lock shared by all keys, and all
-// give the same Decisions for the same sequence of calls. Which to import:
+// give the same Decisions for the same sequence of calls, but for one: with
+// [WithMaxKeys], whether a new key in a full store finds an idle key to make
+// room depends on the shards the keys landed in, which each store's random
+// hash seed decides, so in a store of more than 8 shards or 32 keys such a
+// request may be admitted by one store and denied by another (never beyond
+// its rule; docs/keyed-stores.md, "The full-store policy"). Which to import:
 //
 //   - One key (a client, an outgoing API, a job queue): atomic.NewLimiter
 //     (import as admitatomic). Lock-free, one compare-and-swap on a packed
 //     word; no allocation for any token bucket or fixed window.
 //   - Many keys (users, client addresses, API keys): sharded.New. Every
-//     algorithm, states inline, no allocation per call, the fewest bytes per
-//     key, optional hashed keys.
+//     algorithm (one-word states in the slots of a lock-free table, the
+//     others behind a pointer per key), no allocation per call, the fewest
+//     bytes per key, optional hashed keys.
 //   - A sliding log on one key: locked.NewLimiter (atomic has no sliding log).
 //     Package locked is also the plainest code, the kernel under a mutex.
 //

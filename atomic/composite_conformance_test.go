@@ -51,14 +51,15 @@ func compositeVariants() []compositeForm {
 	}
 }
 
-// TestCompositeConformance runs the composite suite and its Stats checks
-// against NewLimits and NewLimitsLimiter as they are and with every
-// composite in the snapshot form (compositeVariants).
+// TestCompositeConformance runs the composite suite, its Stats checks and
+// CompositeHeldMemoryReturns against NewLimits and NewLimitsLimiter as they
+// are and with every composite in the snapshot form (compositeVariants).
 func TestCompositeConformance(t *testing.T) {
 	for _, f := range compositeVariants() {
 		t.Run("form="+f.form, func(t *testing.T) {
 			conformance.RunComposite(t, f.v)
 			t.Run("Stats", func(t *testing.T) { conformance.RunCompositeStats(t, f.v) })
+			t.Run("HeldMemoryReturns", func(t *testing.T) { conformance.CompositeHeldMemoryReturns(t, f.v) })
 		})
 	}
 }

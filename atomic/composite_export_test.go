@@ -90,7 +90,7 @@ func LimitsState(lim any, key string) (s []kernel.PartState, held, ok bool) {
 	case k.tombVal:
 		return nil, false, false
 	case k.heldVal:
-		copy(s, st.m[ptr].parts[:k.n])
+		copy(s, st.m.M[ptr].parts[:k.n])
 		return s, true, true
 	default:
 		k.decode(v, s)

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
@@ -56,8 +57,8 @@ type compHolds struct {
 // compStripe is a mutex and the records of the held cells that map to it.
 type compStripe struct {
 	mu sync.Mutex
-	m  map[unsafe.Pointer]*compRec // guarded by mu
-	_  [layout.CacheLinePad - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(map[int]int(nil))]byte
+	m  evict.Map[unsafe.Pointer, *compRec] // guarded by mu
+	_  [layout.CacheLinePad - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(evict.Map[int, int]{})]byte
 }
 
 func (t *compHolds) init(n int) {
@@ -88,7 +89,7 @@ func compDecideHeld(k *compKernel, c compCell, ptr unsafe.Pointer, now time.Dura
 	default:
 		return v, 0, held.Released
 	}
-	rec := st.m[ptr]
+	rec := st.m.M[ptr]
 	v, which = k.Decide(rec.parts[:k.n], now, n)
 	compKeep(k, c, st, ptr, rec, now)
 	return v, which, held.Decided
@@ -112,7 +113,7 @@ func compPut(k *compKernel, c compCell, st *compStripe, ptr unsafe.Pointer, rec 
 	if s := rec.parts[:k.n]; rec.hold.Ticket == 0 && k.fits(s) {
 		var spare []kernel.PartState
 		c.cas(k.heldVal, k.encode(s, &spare))
-		delete(st.m, ptr)
+		st.m.Delete(ptr)
 	}
 }
 
@@ -122,13 +123,10 @@ func compPut(k *compKernel, c compCell, st *compStripe, ptr unsafe.Pointer, rec 
 // state, c is not held and only the mutex's holder can hold it, so no
 // record of c exists.
 func compHold(k *compKernel, c compCell, st *compStripe, ptr unsafe.Pointer, old compVal, rec *compRec) bool {
-	if st.m == nil {
-		st.m = make(map[unsafe.Pointer]*compRec)
-	}
-	st.m[ptr] = rec
+	st.m.Put(ptr, rec)
 	hook.Between(hook.BeforeCAS)
 	if !c.cas(old, k.heldVal) {
-		delete(st.m, ptr)
+		st.m.Delete(ptr)
 		return false
 	}
 	return true
@@ -171,7 +169,7 @@ func compReserve(k *compKernel, c compCell, ptr unsafe.Pointer, now time.Duratio
 		isHeld := old == k.heldVal
 		rec := &local
 		if isHeld {
-			rec = st.m[ptr]
+			rec = st.m.M[ptr]
 		} else {
 			local = compRec{}
 			k.decode(old, local.parts[:k.n])
@@ -210,7 +208,7 @@ func compCancel(k *compKernel, c compCell, ptr unsafe.Pointer, ticket uint64, no
 	if c.load() != k.heldVal {
 		return false
 	}
-	rec := st.m[ptr]
+	rec := st.m.M[ptr]
 	ok, drop := k.CancelHold(rec.parts[:k.n], &rec.hold, ticket, now)
 	if drop {
 		rec.hold = kernel.CompositeHold{}
@@ -230,14 +228,14 @@ func compSettle(k *compKernel, c compCell, ptr unsafe.Pointer, at time.Duration,
 	if c.load() != k.heldVal {
 		return false
 	}
-	rec := st.m[ptr]
+	rec := st.m.M[ptr]
 	compKeep(k, c, st, ptr, rec, at)
-	if _, still := st.m[ptr]; !still || rec.hold.Ticket != 0 || !k.Fresh(rec.parts[:k.n], at) {
+	if _, still := st.m.M[ptr]; !still || rec.hold.Ticket != 0 || !k.Fresh(rec.parts[:k.n], at) {
 		return false
 	}
 	floor.raise(int64(at))
 	c.cas(k.heldVal, k.tombVal)
-	delete(st.m, ptr)
+	st.m.Delete(ptr)
 	return true
 }
 
@@ -251,7 +249,7 @@ func compResetHeld(k *compKernel, c compCell, ptr unsafe.Pointer) bool {
 	if c.load() != k.heldVal {
 		return false
 	}
-	delete(st.m, ptr)
+	st.m.Delete(ptr)
 	c.cas(k.heldVal, compVal{}) // the fresh value, in either form
 	return true
 }

@@ -110,7 +110,7 @@ func State(lim admit.KeyedLimiter, key string) any {
 			st := l.k.holds.of(unsafe.Pointer(c))
 			st.mu.Lock()
 			defer st.mu.Unlock()
-			return st.m[unsafe.Pointer(c)].State
+			return st.m.M[unsafe.Pointer(c)].State
 		default:
 			return l.k.Unpack(w)
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/layout"
@@ -41,8 +42,8 @@ type holdTable struct {
 // holdStripe is a mutex and the records of the held cells that map to it.
 type holdStripe struct {
 	mu sync.Mutex
-	m  map[unsafe.Pointer]held.Rec // guarded by mu
-	_  [layout.CacheLinePad - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(map[int]int(nil))]byte
+	m  evict.Map[unsafe.Pointer, held.Rec] // guarded by mu
+	_  [layout.CacheLinePad - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(evict.Map[int, int]{})]byte
 }
 
 // newTBKernel returns the kernel k with a hold table of n stripes (a power

@@ -268,8 +268,8 @@ func takeHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointer)
 	if _, held, _ := c.State(k, c.Load()); !held {
 		return s, false
 	}
-	s = st.m[ptr].State
-	delete(st.m, ptr)
+	s = st.m.M[ptr].State
+	st.m.Delete(ptr)
 	c.Bury()
 	return s, true
 }
@@ -401,8 +401,8 @@ func compTakeHeld(k *compKernel, c compCell, ptr unsafe.Pointer, into []kernel.P
 	if c.load() != k.heldVal {
 		return false
 	}
-	copy(into[:k.n], st.m[ptr].parts[:k.n])
-	delete(st.m, ptr)
+	copy(into[:k.n], st.m.M[ptr].parts[:k.n])
+	st.m.Delete(ptr)
 	c.cas(k.heldVal, k.tombVal)
 	return true
 }

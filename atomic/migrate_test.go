@@ -145,14 +145,14 @@ func (l *keyed[C, PC, K]) heldRecords() int {
 		for i := range k.holds.stripes {
 			st := &k.holds.stripes[i]
 			st.mu.Lock()
-			n += len(st.m)
+			n += len(st.m.M)
 			st.mu.Unlock()
 		}
 	case *compKernel:
 		for i := range k.holds.stripes {
 			st := &k.holds.stripes[i]
 			st.mu.Lock()
-			n += len(st.m)
+			n += len(st.m.M)
 			st.mu.Unlock()
 		}
 	}

@@ -51,6 +51,44 @@ func TestPackedZeroAllocs(t *testing.T) {
 	}
 }
 
+// TestSnapshotCounterAllocs: a sliding counter whose state does not pack
+// (a Limit of 2^16 or more, or a Window under 2^(2b-1) ns, b the bit length
+// of Limit: 60,000 per second) is a snapshot, and its admitted Allow on a
+// stored key makes exactly one allocation, single-key or keyed; a denied one
+// makes none. docs/keyed-stores.md ("Allocations") names these rules as the
+// only ones whose stored keys allocate.
+func TestSnapshotCounterAllocs(t *testing.T) {
+	for _, r := range []admit.Rule{
+		rule(admit.SlidingCounter, 60_000, time.Second),
+		rule(admit.SlidingCounter, maxPackedCounterLimit+1, time.Hour),
+	} {
+		fake := clock.NewFake()
+		single, err := NewLimiter(r, admit.WithClock(fake))
+		require.NoError(t, err)
+		require.IsType(t, &slidingCounterSnapshot{}, single, "%v", r)
+		keyed, err := New(r, admit.WithClock(fake))
+		require.NoError(t, err)
+		keyed.Allow("k")
+		single.Allow()
+		allow := testing.AllocsPerRun(500, func() {
+			if !single.Allow().Allowed || !keyed.Allow("k").Allowed {
+				panic("500 of 60,000 must pass")
+			}
+		})
+		assert.Equal(t, 2.0, allow, "%v: allocations per admitted Allow, single-key and keyed together", r)
+		for single.Allow().Allowed {
+		}
+		for keyed.Allow("k").Allowed {
+		}
+		deny := testing.AllocsPerRun(500, func() {
+			if single.Allow().Allowed || keyed.Allow("k").Allowed {
+				panic("the limit is spent")
+			}
+		})
+		assert.Zero(t, deny, "%v: allocations per denied Allow", r)
+	}
+}
+
 // TestScaledBucketAllocs: token buckets whose emission interval is not whole
 // nanoseconds pack in scaled units and allocate nothing either, admitted or
 // denied, single-key or keyed, within the word's horizon and past it (where

@@ -132,8 +132,8 @@ func TestResetDropsReservation(t *testing.T) {
 		if w := c.w.Load(); w != 0 {
 			t.Errorf("%s: the cell's word after Reset is %#x, want 0", tc.name, w)
 		}
-		if st := lim.(keyedTokenBucket).k.holds.of(unsafe.Pointer(c)); len(st.m) != 0 {
-			t.Errorf("%s: Reset left %d records in the stripe", tc.name, len(st.m))
+		if st := lim.(keyedTokenBucket).k.holds.of(unsafe.Pointer(c)); len(st.m.M) != 0 {
+			t.Errorf("%s: Reset left %d records in the stripe", tc.name, len(st.m.M))
 		}
 		if kr.CancelReservation("k", res) {
 			t.Errorf("%s: CancelReservation of a reservation from before Reset succeeded", tc.name)

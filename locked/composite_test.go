@@ -25,6 +25,7 @@ func TestCompositeConformance(t *testing.T) {
 	}
 	conformance.RunComposite(t, v)
 	t.Run("Stats", func(t *testing.T) { conformance.RunCompositeStats(t, v) })
+	t.Run("HeldMemoryReturns", func(t *testing.T) { conformance.CompositeHeldMemoryReturns(t, v) })
 }
 
 func mustLimits(t testing.TB, text string) admit.Limits {

@@ -6,7 +6,9 @@
 // sliding log), for the simplest code to read, or as an oracle in your own
 // tests; for one key of the other algorithms pick package atomic, and for
 // many keys package sharded. All three give the same decisions for the same
-// calls.
+// calls, but for a new key in a full store of many shards or keys
+// ([admit.WithMaxKeys]), which may find room in one store and not in
+// another (docs/keyed-stores.md, "The full-store policy").
 //
 // A keyed limiter spreads its keys over 2^k stripes ([admit.WithShards],
 // default [admit.DefaultShards]) by a hash seeded per limiter, so

@@ -28,8 +28,11 @@ import (
 //
 // A Service is safe for concurrent use. Check on a pair it has seen before
 // allocates nothing and takes no lock shared by all pairs: it reads an atomic
-// snapshot and lock-free maps, then the pair's limiter decides (under one
-// shard's mutex with the default, sharded). [Service.Reload] swaps in a new
+// snapshot and lock-free maps, then the pair's limiter decides. With the
+// default, sharded, a token bucket, a fixed window or a sliding counter
+// whose state packs in a word decides by one CompareAndSwap on the pair's
+// word in a lock-free table; a sliding log, a wider sliding counter and a
+// composite decide under one shard's mutex. [Service.Reload] swaps in a new
 // book atomically while Checks go on; [Service.Reset] gives one pair a fresh
 // budget.
 //

@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -144,4 +145,23 @@ func TestResetReturnsErrors(t *testing.T) {
 	assert.ErrorContains(t, err, `redisstore: fixed-window,5,1h, key "k": reset: `)
 	var rerr redis.Error
 	assert.False(t, errors.As(err, &rerr), "a network error, not a server reply: %v", err)
+}
+
+// The reset of a Redis key returns its error: Limiter.Reset(ctx, key), not
+// admit.Resetter's Reset(key) (README.md).
+var _ func(context.Context, string) error = (*redisstore.Limiter)(nil).Reset
+
+// TestKeyedIsNoResetter: neither Keyed nor KeyedReserver is an
+// admit.Resetter, whose Reset returns nothing (a failed reset would be
+// silent), so README.md's lim.(admit.Resetter) would panic on them; each
+// reaches its Limiter, whose Reset returns the error. Needs no server.
+func TestKeyedIsNoResetter(t *testing.T) {
+	resetter := reflect.TypeFor[admit.Resetter]()
+	for _, typ := range []reflect.Type{reflect.TypeFor[*redisstore.Keyed](), reflect.TypeFor[*redisstore.KeyedReserver]()} {
+		assert.False(t, typ.Implements(resetter), "%v implements admit.Resetter", typ)
+		m, ok := typ.MethodByName("Limiter")
+		if assert.True(t, ok, "%v has no Limiter method", typ) {
+			assert.Equal(t, reflect.TypeFor[*redisstore.Limiter](), m.Type.Out(0), "%v.Limiter returns", typ)
+		}
+	}
 }

@@ -12,9 +12,9 @@ import (
 // returns exactly what [New] returns for that rule. For two rules or more
 // it is an [admit.CompositeStore], an [admit.Resetter] and an
 // [admit.StatsReporter]: every rule's
-// state of a key lives inline in one value of the shard's map, decided
-// under the shard's mutex, all or nothing, with no allocation per call on
-// a stored key; when every rule is a token bucket it is also an
+// state of a key lives in one state (32 bytes per rule) behind the key's
+// pointer in the shard's map, decided in place under the shard's mutex,
+// all or nothing, with no allocation per call on a stored key; when every rule is a token bucket it is also an
 // [admit.KeyedReserver], so [admit.WaitKey] paces its waiters. Idle keys
 // are evicted only when every rule's state is fresh, so eviction changes no
 // decision. It supports every mix of the four algorithms and honours every

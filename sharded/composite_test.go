@@ -36,13 +36,14 @@ var compositeVariants = []struct {
 	}},
 }
 
-// TestCompositeConformance runs the composite suite and its Stats checks
-// against compositeVariants.
+// TestCompositeConformance runs the composite suite, its Stats checks and
+// CompositeHeldMemoryReturns against compositeVariants.
 func TestCompositeConformance(t *testing.T) {
 	for _, c := range compositeVariants {
 		t.Run("keys="+c.keys, func(t *testing.T) {
 			conformance.RunComposite(t, c.v)
 			t.Run("Stats", func(t *testing.T) { conformance.RunCompositeStats(t, c.v) })
+			t.Run("HeldMemoryReturns", func(t *testing.T) { conformance.CompositeHeldMemoryReturns(t, c.v) })
 		})
 	}
 }

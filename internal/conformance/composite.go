@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -954,4 +955,55 @@ func testCompositeReserve(t *testing.T, v CompositeVariant) {
 			}
 		})
 	})
+}
+
+// CompositeHeldMemoryReturns is the keyed-store check HeldMemoryReturns
+// for v's keyed stores of a composite of token buckets, which must be local
+// stores that reserve, as every store of packages atomic, locked and
+// sharded is: each key spends its first bucket and reserves a token due
+// later, leaving a hold (or a held cell's record); once the tokens are due
+// and a sweep has evicted every key, the memory of the holds must be back.
+func CompositeHeldMemoryReturns(t *testing.T, v CompositeVariant) {
+	if v.Remote {
+		t.Fatalf("conformance.CompositeHeldMemoryReturns(%s): a remote variant has no local store", v.Name)
+	}
+	n := 20_000 // a composite's hold is about 1 KiB
+	switch {
+	case raceEnabled:
+		n = 5_000
+	case testing.Short():
+		n = 10_000
+	}
+	l := mustLimits(t, "token-bucket,5,1s + token-bucket,50,1m")
+	fake := clock.NewFake()
+	fake.Set(time.Hour)
+	base := heapInUse()
+	lim, err := v.NewLimits(l, admit.WithClock(fake))
+	require.NoError(t, err)
+	res, ok := lim.(admit.KeyedReserver)
+	require.True(t, ok, "%s.NewLimits(%v) is not an admit.KeyedReserver", v.Name, l)
+	store := lim.(admit.CompositeStore)
+	var kb keyBuf
+	for i := range n {
+		require.True(t, lim.AllowN(kb.key("user-", i), 5).Allowed, "%v: new key %d denied", l, i)
+	}
+	keys := heapInUse() - base
+	for i := range n {
+		r, ok := res.ReserveN(kb.key("user-", i), 1, time.Hour)
+		require.True(t, ok, "%v: ReserveN(key %d, 1, 1h)", l, i)
+		require.Positive(t, r.Delay, "%v: ReserveN(key %d, 1, 1h) on a spent bucket", l, i)
+	}
+	full := heapInUse() - base
+	holds := full - keys
+	require.Equal(t, n, store.Len())
+
+	fake.Advance(time.Hour)
+	assert.Equal(t, n, store.Sweep(), "%v: every key is idle an hour later", l)
+	assert.Zero(t, store.Len())
+	swept := heapInUse() - base
+	t.Logf("%v: heap %.2f MiB with %d keys, %.2f MiB with their holds, %.2f MiB after the sweep", l, float64(keys)/(1<<20), n, float64(full)/(1<<20), float64(swept)/(1<<20))
+	// Each hold is a large record behind a small map entry, so the map that
+	// was kept took only 4% of what the holds took: the bound is 1/64.
+	assert.LessOrEqual(t, swept, holds/64, "%v: heap kept after evicting all %d held keys, of the %d bytes their holds took", l, n, holds)
+	runtime.KeepAlive(lim)
 }

@@ -124,3 +124,43 @@ func testFlood(t *testing.T, v Variant, alg admit.Algorithm) {
 	assert.True(t, lim.Allow("after-the-flood").Allowed, "%v: once the flood's keys are idle, a new key passes", rule)
 	runtime.KeepAlive(lim)
 }
+
+// testFullStoreSeeds checks where stores may differ for the same calls
+// (docs/keyed-stores.md, "The full-store policy"): only in whether a new
+// key of a full store finds the idle key that would make room, which
+// depends on the shard each key landed in, so on each store's random hash
+// seed. Of many fresh stores (so many seeds), each filled to WithMaxKeys
+// with one idle key and the rest busy, a new key is admitted by every one
+// when the policy examines every key (at most 8 shards and 32 keys); with
+// 16 shards it may be admitted or denied, but its second request is
+// admitted by every store (the policy's cursor has visited every shard).
+func testFullStoreSeeds(t *testing.T, v Variant, alg admit.Algorithm) {
+	rule := admit.Rule{Algorithm: alg, Limit: 5, Window: time.Second}
+	const stores = 64
+	for _, c := range []struct {
+		shards, maxKeys int
+		every           bool // every store admits the first request
+	}{
+		{1, 2, true}, {8, 2, true}, {8, 32, true}, {16, 2, false}, {16, 32, false},
+	} {
+		first := 0
+		for range stores {
+			fake := clock.NewFake()
+			fake.Set(time.Hour)
+			lim, err := v.New(rule, admit.WithClock(fake), admit.WithMaxKeys(c.maxKeys), admit.WithShards(c.shards))
+			require.NoError(t, err)
+			require.True(t, lim.Allow("idle").Allowed)
+			fake.Advance(horizon(rule) + time.Second)
+			for i := range c.maxKeys - 1 {
+				require.True(t, lim.Allow("busy-"+strconv.Itoa(i)).Allowed)
+			}
+			if lim.Allow("new").Allowed {
+				first++
+				continue
+			}
+			require.False(t, c.every, "%v, %d shards, WithMaxKeys(%d): a new key denied with an idle key stored", rule, c.shards, c.maxKeys)
+			require.True(t, lim.Allow("new").Allowed, "%v, %d shards, WithMaxKeys(%d): the new key's second request, the idle key stored", rule, c.shards, c.maxKeys)
+		}
+		t.Logf("%v, %d shards, WithMaxKeys(%d): the first request for the new key admitted in %d of %d stores", rule, c.shards, c.maxKeys, first, stores)
+	}
+}

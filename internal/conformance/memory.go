@@ -92,3 +92,54 @@ func testMemoryReturns(t *testing.T, v Variant, alg admit.Algorithm) {
 	assert.LessOrEqual(t, swept, full/4, "%v: heap after evicting all %d keys, of %d bytes with them", rule, n, full)
 	runtime.KeepAlive(lim)
 }
+
+// testHeldMemoryReturns is testMemoryReturns for keys that a reservation
+// held: each key spends its bucket and then reserves a token due an hour
+// later, so that the store keeps a hold beside its state; once the hour has
+// passed and a sweep has evicted every key, the memory of the holds must be
+// back too (a store that empties its map of holds but keeps it keeps every
+// bucket the map grew).
+func testHeldMemoryReturns(t *testing.T, v Variant, alg admit.Algorithm) {
+	if alg != admit.TokenBucket {
+		t.Skip("only a token bucket's reservations hold a key")
+	}
+	n := 40_000
+	switch {
+	case raceEnabled:
+		n = 10_000
+	case testing.Short():
+		n = 20_000
+	}
+	rule := admit.Rule{Algorithm: alg, Limit: 5, Window: time.Second}
+	fake := clock.NewFake()
+	fake.Set(time.Hour)
+	base := heapInUse()
+	lim, err := v.New(rule, admit.WithClock(fake))
+	require.NoError(t, err)
+	res, ok := lim.(admit.KeyedReserver)
+	if !ok {
+		t.Skip("not an admit.KeyedReserver")
+	}
+	store := lim.(storeLimiter)
+	var kb keyBuf
+	for i := range n {
+		require.True(t, lim.AllowN(kb.key("user-", i), 5).Allowed, "%v: new key %d denied", rule, i)
+	}
+	keys := heapInUse() - base
+	for i := range n {
+		r, ok := res.ReserveN(kb.key("user-", i), 1, time.Hour)
+		require.True(t, ok, "%v: ReserveN(key %d, 1, 1h)", rule, i)
+		require.Positive(t, r.Delay, "%v: ReserveN(key %d, 1, 1h) on a spent bucket", rule, i)
+	}
+	full := heapInUse() - base
+	holds := full - keys
+	require.Equal(t, n, store.Len())
+
+	fake.Advance(time.Hour)
+	assert.Equal(t, n, store.Sweep(), "%v: every key is idle an hour later", rule)
+	assert.Zero(t, store.Len())
+	swept := heapInUse() - base
+	t.Logf("%v: heap %.2f MiB with %d keys, %.2f MiB with their holds, %.2f MiB after the sweep", rule, float64(keys)/(1<<20), n, float64(full)/(1<<20), float64(swept)/(1<<20))
+	assert.LessOrEqual(t, swept, holds/4, "%v: heap kept after evicting all %d held keys, of the %d bytes their holds took", rule, n, holds)
+	runtime.KeepAlive(lim)
+}

@@ -50,9 +50,11 @@ func runStore(t *testing.T, v Variant, alg admit.Algorithm) {
 	t.Run("StaleReadingAfterEviction", func(t *testing.T) { testStaleReadingAfterEviction(t, v, alg) })
 	t.Run("EvictionHammer", func(t *testing.T) { testEvictionHammer(t, v, alg) })
 	t.Run("FullStore", func(t *testing.T) { testFullStore(t, v, alg) })
+	t.Run("FullStoreSeeds", func(t *testing.T) { testFullStoreSeeds(t, v, alg) })
 	t.Run("Churn", func(t *testing.T) { testChurn(t, v, alg) })
 	t.Run("Flood", func(t *testing.T) { testFlood(t, v, alg) })
 	t.Run("MemoryReturns", func(t *testing.T) { testMemoryReturns(t, v, alg) })
+	t.Run("HeldMemoryReturns", func(t *testing.T) { testHeldMemoryReturns(t, v, alg) })
 	t.Run("Stats", func(t *testing.T) { testStats(t, v, alg) })
 }
 

@@ -1,8 +1,9 @@
 // Package evict holds what the three keyed stores (locked, sharded, atomic)
 // share about idle-key eviction: its tuning, the reading a sweep judges
 // idleness at, the padded counter behind admit.WithMaxKeys and
-// admit.StoreStats, and the full-store policy. Each store keeps only how it
-// scans its own shards.
+// admit.StoreStats, the full-store policy, and the map that gives its memory
+// back ([Map]) in which they keep the holds of reservations. Each store keeps
+// only how it scans its own shards.
 // docs/keyed-stores.md documents the values and the argument.
 package evict
 
@@ -53,6 +54,56 @@ const (
 	// keeps the buckets of deleted keys until it is rebuilt.
 	RebuildMin = 32
 )
+
+// Map is a map whose memory comes back when it shrinks. A Go map never
+// gives back the buckets of deleted entries, so a map that once held many
+// would keep their memory for its owner's life. Every store keeps the holds
+// of its reservations (package held's records, in package atomic and the
+// table) in a Map per shard or stripe, and a deletion rebuilds it as a
+// shard's map of keys is rebuilt: once it holds a quarter of the entries it
+// held at its peak, if that peak was at least RebuildMin, what is left is
+// copied into a map of its own size (none if nothing is left). So a burst
+// of holds gives its memory back as the holds end, down to a map of fewer
+// than RebuildMin entries; and a shard that holds a few keys at a time
+// keeps its small map, and makes no new one for each hold.
+//
+// The zero Map is empty, with no map: Put makes it. Its owner guards it.
+type Map[K comparable, V any] struct {
+	// M is the map: nil, or made by Put. Read it (and range over it) freely;
+	// add to it only through Put. A plain delete is allowed (a pruning while
+	// ranging), but only Delete gives memory back.
+	M    map[K]V
+	peak int // the most entries M has held since it was made
+}
+
+// Put sets the entry of k to v, making the map if there is none.
+func (m *Map[K, V]) Put(k K, v V) {
+	if m.M == nil {
+		m.M = make(map[K]V)
+	}
+	m.M[k] = v
+	m.peak = max(m.peak, len(m.M))
+}
+
+// Delete deletes the entry of k, and rebuilds the map if it has shrunk to
+// a quarter of a peak of RebuildMin or more; it costs O(1) amortized (the
+// copy of a quarter of the peak is paid for by the three quarters deleted).
+func (m *Map[K, V]) Delete(k K) {
+	delete(m.M, k)
+	if m.peak < RebuildMin || len(m.M) > m.peak/4 {
+		return
+	}
+	if len(m.M) == 0 {
+		m.M = nil
+	} else {
+		r := make(map[K]V, len(m.M))
+		for k, v := range m.M {
+			r[k] = v
+		}
+		m.M = r
+	}
+	m.peak = len(m.M)
+}
 
 // Horizon is the longest a key's state can take to become fresh (equivalent
 // to a new key's) after its last admission: one Window, two for the sliding

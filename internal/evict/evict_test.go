@@ -218,3 +218,56 @@ func TestMakeRoomRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// TestMapRebuild: a Map is rebuilt when a deletion leaves a quarter of its
+// peak, if that peak was at least RebuildMin; a smaller Map keeps its map,
+// so that what a map keeps after a burst is a map of fewer than RebuildMin
+// entries, and a shard that holds a key at a time makes no map for each
+// hold. A map that plain deletions (a pruning) left empty is dropped by the
+// next Delete that finds it at a quarter of its peak.
+func TestMapRebuild(t *testing.T) {
+	for _, c := range []struct {
+		peak, left int
+		wantNil    bool
+		wantPeak   int
+	}{
+		{RebuildMin, RebuildMin / 4, false, RebuildMin / 4}, // a quarter left: rebuilt to its size
+		{RebuildMin, RebuildMin/4 + 1, false, RebuildMin},   // more than a quarter: kept
+		{RebuildMin, 0, false, RebuildMin / 4},              // rebuilt at a quarter, kept small
+		{4 * RebuildMin, 0, false, RebuildMin / 4},          // rebuilt at 32 and at 8
+		{RebuildMin - 1, 0, false, RebuildMin - 1},          // a peak below RebuildMin: kept, empty
+		{40_000, 1, false, 9},                               // rebuilt at 10000, 2500, 625, 156, 39 and 9
+		{40_000, 0, false, 9},                               // the same, and at most a map of 9 kept
+		{4 * RebuildMin, RebuildMin, false, RebuildMin},     // rebuilt once, at a quarter
+	} {
+		var m Map[int, int]
+		for i := range c.peak {
+			m.Put(i, i)
+		}
+		m.Put(0, -1) // an overwrite adds nothing
+		for i := range c.peak - c.left {
+			m.Delete(i)
+		}
+		if len(m.M) != c.left || (m.M == nil) != c.wantNil || m.peak != c.wantPeak {
+			t.Errorf("peak %d, %d left: len %d, nil %t, peak %d; want len %d, nil %t, peak %d",
+				c.peak, c.left, len(m.M), m.M == nil, m.peak, c.left, c.wantNil, c.wantPeak)
+		}
+		for i := c.peak - c.left; i < c.peak; i++ {
+			if v, ok := m.M[i]; !ok || v != i {
+				t.Errorf("peak %d, %d left: entry %d = %d, %t after the deletions; want %d, true", c.peak, c.left, i, v, ok, i)
+			}
+		}
+	}
+	var m Map[int, int]
+	for i := range 4 * RebuildMin {
+		m.Put(i, i)
+	}
+	for i := range 4*RebuildMin - 1 {
+		delete(m.M, i) // a pruning
+	}
+	m.Delete(4*RebuildMin - 1)
+	if m.M != nil || m.peak != 0 {
+		t.Errorf("a map of peak %d emptied by plain deletions and a Delete: nil %t, peak %d; want nil, peak 0", 4*RebuildMin, m.M == nil, m.peak)
+	}
+
+}

@@ -51,14 +51,16 @@
 // # The caller's part
 //
 // The package keeps no records and takes no lock of its own. The caller
-// keeps the records of its cells in maps of type map[ID]Rec, each guarded by
-// a mutex of its own, and holds the mutex that guards the map of a cell's
-// record around every call of this package on that cell: the mutex is the
-// one the protocol speaks of. ID is whatever names a cell's record for as
-// long as the cell lives: its address for cells that never move (package
-// atomic, with maps in stripes chosen by the address), or its key for cells
-// that move (a table that resizes). Every function takes the map by pointer
-// and allocates it when it first stores a record.
+// keeps the records of its cells in maps of type evict.Map[ID, Rec], each
+// guarded by a mutex of its own, and holds the mutex that guards the map of
+// a cell's record around every call of this package on that cell: the mutex
+// is the one the protocol speaks of. ID is whatever names a cell's record
+// for as long as the cell lives: its address for cells that never move
+// (package atomic, with maps in stripes chosen by the address), or its key
+// for cells that move (a table that resizes). Every function takes the map
+// by pointer and writes it only through Put and Delete, so that a map that
+// held many records gives their memory back once the cells are released
+// (evict.Map).
 //
 // The functions are generic over the cell (a [Cell] of values V, with K
 // what its methods need to encode states; both are inferred from the cell's
@@ -72,6 +74,7 @@ package held
 import (
 	"time"
 
+	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
 )
@@ -118,29 +121,29 @@ const (
 )
 
 // Decide decides a request for n at reading now on the held cell c, whose
-// record is (*m)[id], on the record's state, and shows the hold the reading;
+// record is m.M[id], on the record's state, and shows the hold the reading;
 // it releases the cell if the hold is no longer live. It requires that the
-// caller holds the mutex guarding *m, whose critical section is the call's
+// caller holds the mutex guarding m, whose critical section is the call's
 // linearization point. If c is no longer held (it was released or buried
 // before the caller took the mutex), nothing is decided and the Outcome
 // says which.
-func Decide[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *map[ID]Rec, id ID, now time.Duration, n int) (kernel.Verdict, Outcome) {
+func Decide[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *evict.Map[ID, Rec], id ID, now time.Duration, n int) (kernel.Verdict, Outcome) {
 	if _, held, tombstone := c.State(k, c.Load()); !held {
 		if tombstone {
 			return kernel.Verdict{}, Tomb
 		}
 		return kernel.Verdict{}, Released
 	}
-	rec := (*m)[id]
+	rec := m.M[id]
 	v := tb.Decide(&rec.State, now, n)
-	keep(tb, k, c, *m, id, rec, now)
+	keep(tb, k, c, m, id, rec, now)
 	return v, Decided
 }
 
 // keep shows rec's hold the reading now and stores rec back, or, if the
 // hold is no longer live, drops it (put). It requires that the mutex
 // guarding m is held and that c is held.
-func keep[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m map[ID]Rec, id ID, rec Rec, now time.Duration) {
+func keep[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *evict.Map[ID, Rec], id ID, rec Rec, now time.Duration) {
 	if !tb.Observe(&rec.Hold, rec.State, now) {
 		rec.Hold = kernel.Hold{}
 	}
@@ -152,31 +155,28 @@ func keep[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c 
 // a hold is a spilled state: one past the packed word's horizon (see
 // kernel.TokenBucket.Pack), which the cell keeps under the mutex, held,
 // with the same arithmetic, for as long as it does not fit. It requires that
-// the mutex guarding m is held and that c is held (so m is not nil: c's
-// record is in it).
-func put[V, ID comparable, K any, C Cell[V, K]](k K, c C, m map[ID]Rec, id ID, rec Rec) {
+// the mutex guarding m is held and that c is held (so c's record is in
+// m).
+func put[V, ID comparable, K any, C Cell[V, K]](k K, c C, m *evict.Map[ID, Rec], id ID, rec Rec) {
 	if rec.Hold.Ticket == 0 && c.Release(k, rec.State) {
-		delete(m, id)
+		m.Delete(id)
 		return
 	}
-	m[id] = rec
+	m.Put(id, rec)
 }
 
 // hold writes rec as the record of the cell c, which is not held, and swaps
 // c's value old for the held value; it reports false, leaving no record, if
-// the value is no longer old. It requires that the mutex guarding *m is
+// the value is no longer old. It requires that the mutex guarding m is
 // held: while c's value is a state, c is not held, and only that mutex's
 // holder can hold it, so no record of c exists, and the one written here
 // may be deleted again if a lock-free admission moves the value before the
 // CAS.
-func hold[V, ID comparable, K any, C Cell[V, K]](c C, m *map[ID]Rec, id ID, old V, rec Rec) bool {
-	if *m == nil {
-		*m = make(map[ID]Rec)
-	}
-	(*m)[id] = rec
+func hold[V, ID comparable, K any, C Cell[V, K]](c C, m *evict.Map[ID, Rec], id ID, old V, rec Rec) bool {
+	m.Put(id, rec)
 	hook.Between(hook.BeforeCAS)
 	if !c.CASHeld(old) {
-		delete(*m, id)
+		m.Delete(id)
 		return false
 	}
 	return true
@@ -185,12 +185,12 @@ func hold[V, ID comparable, K any, C Cell[V, K]](c C, m *map[ID]Rec, id ID, old 
 // Spill publishes s, a state decided on the value old of the cell c that
 // does not fit c (past the packed word's horizon), by holding c with a
 // record of s and no hold, as a reservation that must wait holds it. It
-// requires that the caller holds the mutex guarding *m. It reports false if
+// requires that the caller holds the mutex guarding m. It reports false if
 // the value moved meanwhile: the caller decides again. Its linearization
 // point is the CompareAndSwap to the held value (the tempting wrong version,
 // a plain Store of the held value, would erase an admission published since
 // old was loaded).
-func Spill[V, ID comparable, K any, C Cell[V, K]](c C, m *map[ID]Rec, id ID, old V, s kernel.TokenBucketState) bool {
+func Spill[V, ID comparable, K any, C Cell[V, K]](c C, m *evict.Map[ID, Rec], id ID, old V, s kernel.TokenBucketState) bool {
 	// old was loaded before the mutex: another spill (or a reservation)
 	// may have held the cell since, and its record must not be touched.
 	// While the value is still old, a state, the cell is not held, and only
@@ -208,10 +208,10 @@ func Spill[V, ID comparable, K any, C Cell[V, K]](c C, m *map[ID]Rec, id ID, old
 }
 
 // Reserve is kernel.TokenBucket.ReserveHold on the cell c, whether held or
-// not. It requires that the caller holds the mutex guarding *m, taken
+// not. It requires that the caller holds the mutex guarding m, taken
 // whatever c's value (see the package doc). live is false if c is a
 // tombstone: nothing was reserved.
-func Reserve[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *map[ID]Rec, id ID, now time.Duration, n int, maxWait time.Duration) (d time.Duration, ok bool, ticket uint64, live bool) {
+func Reserve[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *evict.Map[ID, Rec], id ID, now time.Duration, n int, maxWait time.Duration) (d time.Duration, ok bool, ticket uint64, live bool) {
 	for {
 		old := c.Load()
 		s, held, tombstone := c.State(k, old)
@@ -220,7 +220,7 @@ func Reserve[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K,
 		}
 		var rec Rec
 		if held {
-			rec = (*m)[id]
+			rec = m.M[id]
 		} else {
 			rec.State = s
 		}
@@ -228,7 +228,7 @@ func Reserve[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K,
 		d, ok, ticket = tb.ReserveHold(&rec.State, &rec.Hold, now, n, maxWait)
 		switch {
 		case held:
-			put(k, c, *m, id, rec)
+			put(k, c, m, id, rec)
 		case rec.Hold.Ticket != 0 || !c.Fits(k, rec.State):
 			// A new hold, or a state past the word's horizon (spill), on a
 			// cell that was not held.
@@ -248,17 +248,17 @@ func Reserve[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K,
 // Cancel is kernel.TokenBucket.CancelHold on the cell c: it succeeds only on
 // a held cell whose hold has the ticket, and releases the cell when the hold
 // is used or no longer live. It requires that the caller holds the mutex
-// guarding *m.
-func Cancel[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *map[ID]Rec, id ID, ticket uint64, now time.Duration) bool {
+// guarding m.
+func Cancel[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *evict.Map[ID, Rec], id ID, ticket uint64, now time.Duration) bool {
 	if _, held, _ := c.State(k, c.Load()); !held {
 		return false
 	}
-	rec := (*m)[id]
+	rec := m.M[id]
 	ok, drop := tb.CancelHold(&rec.State, &rec.Hold, ticket, now)
 	if drop {
 		rec.Hold = kernel.Hold{}
 	}
-	put(k, c, *m, id, rec)
+	put(k, c, m, id, rec)
 	return ok
 }
 
@@ -268,34 +268,34 @@ func Cancel[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, 
 // fresh at at, it evicts c as a sweep evicts a value: it calls raise(at) to
 // raise the store's floor, then buries c, where no other call can change c
 // (every call on a held cell takes the mutex); it reports whether it did.
-// It requires that the caller holds the mutex guarding *m; raise runs under
+// It requires that the caller holds the mutex guarding m; raise runs under
 // it.
-func Settle[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *map[ID]Rec, id ID, at time.Duration, raise func(at time.Duration)) bool {
+func Settle[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *evict.Map[ID, Rec], id ID, at time.Duration, raise func(at time.Duration)) bool {
 	if _, held, _ := c.State(k, c.Load()); !held {
 		return false
 	}
-	keep(tb, k, c, *m, id, (*m)[id], at)
-	rec, held := (*m)[id]
+	keep(tb, k, c, m, id, m.M[id], at)
+	rec, held := m.M[id]
 	if !held || rec.Hold.Ticket != 0 || !tb.Fresh(&rec.State, at) {
 		return false
 	}
 	raise(at)
 	c.Bury()
-	delete(*m, id)
+	m.Delete(id)
 	return true
 }
 
-// Reset forgets the state of the held cell c, whose record is (*m)[id]: it
+// Reset forgets the state of the held cell c, whose record is m.M[id]: it
 // deletes the record (and with it any hold, so that no reservation made
 // before can be cancelled after) and releases c with the zero state, a fresh
 // key's. It reports false, doing nothing, if c is not held. It requires that
-// the caller holds the mutex guarding *m, whose critical section is its
+// the caller holds the mutex guarding m, whose critical section is its
 // linearization point.
-func Reset[V, ID comparable, K any, C Cell[V, K]](k K, c C, m *map[ID]Rec, id ID) bool {
+func Reset[V, ID comparable, K any, C Cell[V, K]](k K, c C, m *evict.Map[ID, Rec], id ID) bool {
 	if _, held, _ := c.State(k, c.Load()); !held {
 		return false
 	}
-	delete(*m, id)
+	m.Delete(id)
 	c.Release(k, kernel.TokenBucketState{}) // the zero state fits every cell
 	return true
 }

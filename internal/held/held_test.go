@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/kernel"
 )
@@ -54,7 +55,7 @@ func (c *cell) Bury() { c.w.Store(tombWord) }
 type store struct {
 	k  *kernel.TokenBucket
 	mu sync.Mutex
-	m  map[string]held.Rec // guarded by mu
+	m  evict.Map[string, held.Rec] // guarded by mu
 	c  cell
 }
 
@@ -97,7 +98,7 @@ func (s *store) settle(at time.Duration, raised *[]time.Duration) bool {
 // holds a record exactly then: a cell is held exactly while its record exists.
 func (s *store) check(t *testing.T, step string, want bool) {
 	t.Helper()
-	_, hasRec := s.m[key]
+	_, hasRec := s.m.M[key]
 	if got := s.c.Load() == heldWord; got != want || hasRec != want {
 		t.Fatalf("%s: held = %v, record = %v; want both %v", step, got, hasRec, want)
 	}
@@ -127,7 +128,7 @@ func TestSpillThenRelease(t *testing.T) {
 		t.Fatal("step 2: Spill(old = 0) = false, want true")
 	}
 	s.check(t, "step 2", true)
-	if got := s.m[key]; got != (held.Rec{State: st}) {
+	if got := s.m.M[key]; got != (held.Rec{State: st}) {
 		t.Fatalf("step 2: record %+v, want the spilled state %+v and no hold", got, st)
 	}
 
@@ -139,7 +140,7 @@ func TestSpillThenRelease(t *testing.T) {
 		t.Fatalf("step 3: Decide(%v, 1) = %+v, %v; want %+v, Decided", past, v, o, wantV)
 	}
 	s.check(t, "step 3", true)
-	if got := s.m[key].State; got != want {
+	if got := s.m.M[key].State; got != want {
 		t.Fatalf("step 3: record's state %+v, want %+v", got, want)
 	}
 
@@ -176,7 +177,7 @@ func TestReserveDecideCancel(t *testing.T) {
 		t.Fatalf("step 2: Reserve(t0, 1, 1s) = %v, %v, %d, %v; want 100ms, true, a ticket, true", d, ok, ticket, live)
 	}
 	s.check(t, "step 2", true)
-	if h := s.m[key].Hold; h.Ticket != ticket || h.Before != emptied {
+	if h := s.m.M[key].Hold; h.Ticket != ticket || h.Before != emptied {
 		t.Fatalf("step 2: hold %+v, want ticket %d and Before %+v", h, ticket, emptied)
 	}
 
@@ -186,7 +187,7 @@ func TestReserveDecideCancel(t *testing.T) {
 		t.Fatalf("step 3: Decide(t0+50ms, 1) = %+v, %v; want a denial, Decided", v, o)
 	}
 	s.check(t, "step 3", true)
-	if seen := s.m[key].Hold.Seen; seen != t0+50*time.Millisecond {
+	if seen := s.m.M[key].Hold.Seen; seen != t0+50*time.Millisecond {
 		t.Fatalf("step 3: hold's Seen %v, want t0+50ms", seen)
 	}
 
@@ -258,8 +259,8 @@ func TestSettle(t *testing.T) {
 		if len(raised) != 1 || raised[0] != at {
 			t.Fatalf("Settle(%v) raised the floor to %v, want [%v]", at, raised, at)
 		}
-		if w := s.c.Load(); w != tombWord || len(s.m) != 0 {
-			t.Fatalf("after Settle: word %#x and %d records, want the tombstone and none", w, len(s.m))
+		if w := s.c.Load(); w != tombWord || len(s.m.M) != 0 {
+			t.Fatalf("after Settle: word %#x and %d records, want the tombstone and none", w, len(s.m.M))
 		}
 	})
 }

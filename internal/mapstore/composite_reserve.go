@@ -67,14 +67,14 @@ func (l tbCompHashedKeys[S]) CancelReservation(key string, r admit.Reservation) 
 // it dead if it is no longer live. It requires that sh.mu is held and that
 // the store is a composite of token buckets (the only composites with holds).
 func (l *store[KT, S]) showCompositeHold(sh *shard[KT, S], s *S, now time.Duration) {
-	h, ok := sh.cheld[s]
+	h, ok := sh.cheld.M[s]
 	if !ok || h.Ticket == 0 {
 		return
 	}
 	if !l.composite().Observe(&h, parts(s), now) {
 		h = kernel.CompositeHold{}
 	}
-	sh.cheld[s] = h
+	sh.cheld.Put(s, h)
 }
 
 // reserveComposite is reserveN for a composite; see the top of this file.
@@ -108,19 +108,16 @@ func (l *store[KT, S]) reserveComposite(key string, mk KT, h uint64, n int, maxW
 			return reservation.New(wait, n, 0), false // a full store
 		}
 	}
-	hold := sh.cheld[s]
+	hold := sh.cheld.M[s]
 	d, ok, t := k.ReserveHold(parts(s), &hold, now, n, maxWait) // in place
 	// As in reserveN, a dead hold keeps its entry (Ticket 0) until the
 	// pruning of a new entry or the eviction of its key deletes it.
-	switch _, had := sh.cheld[s]; {
+	switch _, had := sh.cheld.M[s]; {
 	case had:
-		sh.cheld[s] = hold
+		sh.cheld.Put(s, hold)
 	case hold.Ticket != 0:
-		if sh.cheld == nil {
-			sh.cheld = make(map[*S]kernel.CompositeHold)
-		}
 		l.pruneCompositeHolds(sh, now, s)
-		sh.cheld[s] = hold
+		sh.cheld.Put(s, hold)
 	}
 	return reservation.New(d, n, t), ok
 }
@@ -134,7 +131,7 @@ func (l *store[KT, S]) reserveComposite(key string, mk KT, h uint64, n int, maxW
 func (l *store[KT, S]) pruneCompositeHolds(sh *shard[KT, S], now time.Duration, skip *S) {
 	k := l.composite()
 	limit := pruneHolds
-	for s, h := range sh.cheld {
+	for s, h := range sh.cheld.M {
 		if limit == 0 {
 			return
 		}
@@ -143,9 +140,9 @@ func (l *store[KT, S]) pruneCompositeHolds(sh *shard[KT, S], now time.Duration, 
 		}
 		limit--
 		if k.Observe(&h, parts(s), now) {
-			sh.cheld[s] = h
+			sh.cheld.Put(s, h)
 		} else {
-			delete(sh.cheld, s)
+			delete(sh.cheld.M, s)
 		}
 	}
 }
@@ -163,7 +160,7 @@ func (l *store[KT, S]) cancelComposite(mk KT, h uint64, r admit.Reservation) boo
 	if s == nil {
 		return false
 	}
-	hold, held := sh.cheld[s]
+	hold, held := sh.cheld.M[s]
 	if !held {
 		return false
 	}
@@ -171,6 +168,6 @@ func (l *store[KT, S]) cancelComposite(mk KT, h uint64, r admit.Reservation) boo
 	if drop {
 		hold = kernel.CompositeHold{}
 	}
-	sh.cheld[s] = hold
+	sh.cheld.Put(s, hold)
 	return ok
 }

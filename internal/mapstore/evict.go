@@ -87,11 +87,11 @@ func (l *store[KT, S]) scan(sh *shard[KT, S], now, at time.Duration, limit int, 
 // It requires that sh.mu is held.
 func (sh *shard[KT, S]) drop(mk KT, s *S) {
 	delete(sh.m, mk)
-	if len(sh.holds) != 0 {
-		delete(sh.holds, s)
+	if len(sh.holds.M) != 0 {
+		sh.holds.Delete(s)
 	}
-	if len(sh.cheld) != 0 {
-		delete(sh.cheld, s)
+	if len(sh.cheld.M) != 0 {
+		sh.cheld.Delete(s)
 	}
 }
 

@@ -94,8 +94,8 @@ type shardFields struct {
 	m     map[string]*struct{}
 	floor time.Duration
 	peak  int
-	holds map[*struct{}]kernel.Hold
-	cheld map[*struct{}]kernel.CompositeHold
+	holds evict.Map[*struct{}, kernel.Hold]
+	cheld evict.Map[*struct{}, kernel.CompositeHold]
 }
 
 // shard is a mutex and the states of the keys that hash to it.
@@ -121,11 +121,11 @@ type shard[KT comparable, S any] struct {
 	// the key's state: a key evicted and stored again has a new one, and an
 	// eviction deletes the hold of the state it deletes, so every entry is a
 	// stored key's. Calls of a shard that never had a hold pay one comparison.
-	holds map[*S]kernel.Hold
+	holds evict.Map[*S, kernel.Hold]
 
 	// cheld is holds for a composite of token buckets (composite.go), whose
 	// holds are kernel.CompositeHold; it is nil in every other store.
-	cheld map[*S]kernel.CompositeHold
+	cheld evict.Map[*S, kernel.CompositeHold]
 
 	_ [layout.CacheLinePad - unsafe.Sizeof(shardFields{})]byte
 }
@@ -234,10 +234,10 @@ func (l *store[KT, S]) allow(key string, mk KT, h uint64, n int) (admit.Decision
 		return l.missing(sh, key, mk, now, n) // releases sh.mu
 	}
 	d, which := l.decideWhich(s, now, n) // in place: the map is not written
-	if len(sh.holds) != 0 {
+	if len(sh.holds.M) != 0 {
 		l.showHold(sh, s, now)
 	}
-	if len(sh.cheld) != 0 {
+	if len(sh.cheld.M) != 0 {
 		l.showCompositeHold(sh, s, now)
 	}
 	sh.mu.Unlock()

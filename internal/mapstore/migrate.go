@@ -210,10 +210,10 @@ func (l *store[KT, S]) missing(sh *shard[KT, S], key string, mk KT, now time.Dur
 		}
 		if s != nil { // Adopt put the key here
 			d, which := l.decideWhich(s, now, n)
-			if len(sh.holds) != 0 {
+			if len(sh.holds.M) != 0 {
 				l.showHold(sh, s, now)
 			}
-			if len(sh.cheld) != 0 {
+			if len(sh.cheld.M) != 0 {
 				l.showCompositeHold(sh, s, now)
 			}
 			sh.mu.Unlock()

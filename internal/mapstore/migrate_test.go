@@ -475,7 +475,7 @@ func (l *store[KT, S]) holdCount() int {
 	for i := range l.shards {
 		sh := &l.shards[i]
 		sh.mu.Lock()
-		n += len(sh.holds) + len(sh.cheld)
+		n += len(sh.holds.M) + len(sh.cheld.M)
 		sh.mu.Unlock()
 	}
 	return n

@@ -82,21 +82,21 @@ func TestCancelStoresNoHold(t *testing.T) {
 	if !ok || res.Delay != time.Second {
 		t.Fatalf("ReserveN(b) = %+v, %t; want a wait of 1s", res, ok)
 	}
-	if len(st.holds) != 1 {
-		t.Fatalf("%d holds after one reservation, want 1", len(st.holds))
+	if len(st.holds.M) != 1 {
+		t.Fatalf("%d holds after one reservation, want 1", len(st.holds.M))
 	}
 	for _, key := range []string{"a", "missing"} {
 		if r.CancelReservation(key, res) {
 			t.Errorf("b's reservation cancelled on %s", key)
 		}
-		if len(st.holds) != 1 {
-			t.Errorf("%d holds after presenting b's reservation on %s, want 1", len(st.holds), key)
+		if len(st.holds.M) != 1 {
+			t.Errorf("%d holds after presenting b's reservation on %s, want 1", len(st.holds.M), key)
 		}
 	}
 	if !r.CancelReservation("b", res) {
 		t.Error("b's reservation not cancelled on b")
 	}
-	if h, ok := st.holds[st.m["b"]]; len(st.holds) != 1 || !ok || h.Ticket != 0 {
+	if h, ok := st.holds.M[st.m["b"]]; len(st.holds.M) != 1 || !ok || h.Ticket != 0 {
 		t.Errorf("holds %v after the cancellation, want only b's, dead", st.holds)
 	}
 }
@@ -118,7 +118,7 @@ func TestEvictionDropsHold(t *testing.T) {
 	if n := lim.(admit.Store).Sweep(); n != 1 {
 		t.Fatalf("Sweep evicted %d keys, want b", n)
 	}
-	if len(st.holds) != 0 {
+	if len(st.holds.M) != 0 {
 		t.Errorf("holds %v after b's eviction, want none", st.holds)
 	}
 	r.Allow("b")

@@ -86,14 +86,14 @@ func (l tbHashedKeys[S]) CancelReservation(key string, r admit.Reservation) bool
 // requires that sh.mu is held and that the store is a token bucket's (the
 // only stores with holds).
 func (l *store[KT, S]) showHold(sh *shard[KT, S], s *S, now time.Duration) {
-	h, ok := sh.holds[s]
+	h, ok := sh.holds.M[s]
 	if !ok || h.Ticket == 0 {
 		return
 	}
 	if !l.tbKernel().Observe(&h, tbState(s), now) {
 		h = kernel.Hold{}
 	}
-	sh.holds[s] = h
+	sh.holds.Put(s, h)
 }
 
 // reserveN is allow for a reservation; see the top of this file. A key
@@ -127,22 +127,19 @@ func (l *store[KT, S]) reserveN(key string, mk KT, h uint64, n int, maxWait time
 		}
 	}
 	st := tbState(s)
-	hold := sh.holds[s]
+	hold := sh.holds.M[s]
 	d, ok, t := k.ReserveHold(&st, &hold, now, n, maxWait)
 	setTBState(s, st) // in place; unchanged if the reservation took nothing
 	// A dead hold keeps its entry (Ticket 0), so that the key's next waiter
 	// updates its entry instead of adding one and pruning others; entries
 	// are deleted only by the pruning of a new entry and by the eviction of
 	// their key.
-	switch _, had := sh.holds[s]; {
+	switch _, had := sh.holds.M[s]; {
 	case had:
-		sh.holds[s] = hold
+		sh.holds.Put(s, hold)
 	case hold.Ticket != 0:
-		if sh.holds == nil {
-			sh.holds = make(map[*S]kernel.Hold)
-		}
-		kernel.PruneHolds(k, sh.holds, now, pruneHolds, s, storedState[S])
-		sh.holds[s] = hold
+		kernel.PruneHolds(k, sh.holds.M, now, pruneHolds, s, storedState[S])
+		sh.holds.Put(s, hold)
 	}
 	return reservation.New(d, n, t), ok
 }
@@ -167,7 +164,7 @@ func (l *store[KT, S]) cancelReservation(mk KT, h uint64, r admit.Reservation) b
 	if s == nil {
 		return false
 	}
-	hold, held := sh.holds[s]
+	hold, held := sh.holds.M[s]
 	if !held {
 		return false
 	}
@@ -179,6 +176,6 @@ func (l *store[KT, S]) cancelReservation(mk KT, h uint64, r admit.Reservation) b
 	if drop {
 		hold = kernel.Hold{}
 	}
-	sh.holds[s] = hold
+	sh.holds.Put(s, hold)
 	return ok
 }

@@ -79,7 +79,7 @@ func (t *Store) untilFresh(sh *shard, tb *tab, i, tag, w uint64, now time.Durati
 		return 0
 	}
 	if w == t.held {
-		s := sh.holds[t.slotKey(tb, i, tag)].State
+		s := sh.holds.M[t.slotKey(tb, i, tag)].State
 		return t.tb.Decide(&s, now, 0).ResetAfter
 	}
 	v, _, _, _ := t.step(w, now, 0)

@@ -38,3 +38,17 @@ func Hash(lim admit.KeyedLimiter, key string) (h uint64, shard int) {
 	h, _, _ = t.hash(key)
 	return h, int(h >> t.shift)
 }
+
+// LockShards locks the mutex of every shard of lim, a table, and returns
+// the function that unlocks them.
+func LockShards(lim admit.KeyedLimiter) (unlock func()) {
+	t := store(lim)
+	for i := range t.shards {
+		t.shards[i].mu.Lock()
+	}
+	return func() {
+		for i := range t.shards {
+			t.shards[i].mu.Unlock()
+		}
+	}
+}

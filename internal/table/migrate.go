@@ -124,8 +124,8 @@ func (t *Store) Take(key string, into []kernel.PartState) bool {
 			return false
 		}
 		if w == t.held {
-			rec = sh.holds[rk]
-			delete(sh.holds, rk)
+			rec = sh.holds.M[rk]
+			sh.holds.Delete(rk)
 			p.Store(t.tomb)
 			break
 		}

@@ -64,7 +64,7 @@ type shardFields struct {
 	tab    atomic.Pointer[tab]
 	floor  time.Duration
 	cursor uint64
-	holds  map[recKey]held.Rec
+	holds  evict.Map[recKey, held.Rec]
 }
 
 // shard is one part of the store: a table, and the mutex that guards its
@@ -85,7 +85,7 @@ type shard struct {
 
 	// holds is guarded by mu: the records of the shard's held slots (token
 	// bucket only), by key: held.Rec.
-	holds map[recKey]held.Rec
+	holds evict.Map[recKey, held.Rec]
 
 	_ [layout.CacheLinePad - unsafe.Sizeof(shardFields{})]byte
 }
@@ -542,10 +542,7 @@ func (t *Store) tbNext(old uint64, now time.Duration, n int) kernel.TokenBucketS
 // putHeld stores a key the shard does not hold, held, with record rec. It
 // requires sh.mu.
 func (t *Store) putHeld(sh *shard, at spot, rk recKey, key string, rec held.Rec) {
-	if sh.holds == nil {
-		sh.holds = make(map[recKey]held.Rec)
-	}
-	sh.holds[rk] = rec
+	sh.holds.Put(rk, rec)
 	t.put(sh, at, rk, key, tbHeld)
 }
 

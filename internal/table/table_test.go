@@ -18,6 +18,7 @@ import (
 	"github.com/admit-go/admit/internal/conformance"
 	"github.com/admit-go/admit/internal/plumb"
 	"github.com/admit-go/admit/internal/table"
+	"github.com/admit-go/admit/sharded"
 )
 
 // The conformance suite runs on the table through sharded.New (package
@@ -231,5 +232,34 @@ func TestInsertAfterShrink(t *testing.T) {
 	}
 	for _, k := range keys[:busy] {
 		assert.True(t, l.Allow(k).Allowed, "%s: a fresh budget", k)
+	}
+}
+
+// TestStoredKeyTakesNoLock: sharded.New keeps a token bucket, a fixed
+// window and a packed sliding counter in a table, and a call on a key the
+// table holds decides without its shard's mutex, by a CompareAndSwap on the
+// key's word (policy.Service's doc and docs/configuration.md, "The key
+// path", say so): with every shard's mutex held, AllowN on stored keys
+// admits, denies and probes. A call that took a shard's mutex would block
+// here until the test binary's timeout.
+func TestStoredKeyTakesNoLock(t *testing.T) {
+	for _, text := range []string{"token-bucket,2,1h", "fixed-window,2,1h", "sliding-counter,2,1h"} {
+		rule, err := admit.ParseRule(text)
+		require.NoError(t, err)
+		fake := clock.NewFake()
+		lim, err := sharded.New(rule, admit.WithClock(fake))
+		require.NoError(t, err)
+		require.True(t, table.Is(lim), "%v: sharded.New built no table", rule)
+		keys := []string{"alice", "a key longer than fifteen bytes"}
+		for _, key := range keys {
+			require.True(t, lim.Allow(key).Allowed, "%v: first Allow(%q)", rule, key)
+		}
+		unlock := table.LockShards(lim)
+		for _, key := range keys {
+			assert.True(t, lim.Allow(key).Allowed, "%v: second Allow(%q), every shard locked", rule, key)
+			assert.False(t, lim.AllowN(key, 1).Allowed, "%v: third AllowN(%q, 1), every shard locked", rule, key)
+			assert.Zero(t, lim.AllowN(key, 0).Remaining, "%v: AllowN(%q, 0), every shard locked", rule, key)
+		}
+		unlock()
 	}
 }
