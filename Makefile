@@ -70,12 +70,14 @@ stress:
 demo:
 	$(GO) run ./cmd/admit demo
 
-## fuzz: fuzz the rule parser and the rule-book readers (FUZZTIME=1m each).
+## fuzz: fuzz the rule parser, the rule-book readers and the JSON lexer
+## against encoding/json (FUZZTIME=1m each).
 FUZZTIME ?= 1m
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRule$$' -fuzztime $(FUZZTIME) .
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./policy/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseJSON$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./policy/
+	$(GO) test -run '^$$' -fuzz '^FuzzJSONLexer$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./policy/
 
 ## mutate: mutation testing with gremlins (pinned in tools/mutate/run.sh) of
 ## internal/kernel, the root package, atomic, internal/evict, locked and
