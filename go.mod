@@ -1,6 +1,6 @@
 module github.com/admit-go/admit
 
-go 1.25.0
+go 1.26.0
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
@@ -10,4 +10,4 @@ require (
 	pgregory.net/rapid v1.3.0
 )
 
-require go.yaml.in/yaml/v3 v3.0.5 // indirect
+require go.yaml.in/yaml/v3 v3.0.6 // indirect

@@ -35,6 +35,7 @@ func TestConfigurationDocMessages(t *testing.T) {
 		{"JSON byte order mark", "\uFEFF{\"default\": \"token-bucket,5,10\"}", true},
 		{"JSON empty", " ", true},
 		{"JSON syntax", "{\n\"default\": \"token-bucket,5,10\",\n}", true},
+		{"JSON ends early", `{"default": "token-bucket,5,10"`, true},
 		{"bad rule of a composite", def + "api./search = token-bucket,10,1s + fixed-windw,1000,1h\n", false},
 		{"a rule twice in a composite", def + "user.u = token-bucket,10,1s + fixed-window,5,1h + token-bucket,10,1\n", false},
 		{"more than 8 rules", def + "api.x = " + strings.TrimSuffix(strings.Repeat("token-bucket,1,1+", 9), "+") + "\n", false},

@@ -3,7 +3,6 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -61,6 +60,11 @@ import (
 //
 //	line 4: apis["/login"].algoConfig: unknown field "capacty"; TokenBucket wants "capacity" and "refillRatePerSecond"
 //	line 7: apis["/search"][1].algoConfig.maxRequests: rule 2 of 2: 0 must be at least 1
+//
+// A syntax error names the line of the first byte at which the text stops
+// being JSON (the '}' after a trailing ','), or when the text ends early,
+// the line of its last byte that is not space; ParseJSON checks the syntax
+// itself, so the line and the message are the same on every Go release.
 //
 // An error reading r is not an *Error: it is returned wrapped ("policy:
 // reading rules: …"), for [errors.Is] to see through.
@@ -160,7 +164,7 @@ func (f objectForm) wants() string {
 // of names, null.
 type jsonParser struct {
 	data  []byte
-	dec   *json.Decoder
+	lex   jsonLexer
 	rules int
 }
 
@@ -174,21 +178,18 @@ func (p *jsonParser) errorAt(off int64, path, msg string, err error) *Error {
 }
 
 // next returns the next token and the offset just after it; on a syntax
-// error, an *Error at the offending byte.
+// error, an *Error on the line the lexer chose (see jsonLexer).
 func (p *jsonParser) next(path string) (json.Token, int64, error) {
-	tok, err := p.dec.Token()
+	tok, err := p.lex.Token()
 	if err != nil {
-		var se *json.SyntaxError
-		switch {
-		case errors.As(err, &se):
-			return nil, 0, p.errorAt(max(se.Offset, 1), path, "invalid JSON: "+se.Error(), nil)
-		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-			return nil, 0, p.errorAt(int64(len(p.data)), path, "invalid JSON: unexpected end of input", nil)
+		le, ok := err.(*lexError)
+		if !ok { // io.EOF: the book's object is read before its end is
+			le = p.lex.endError()
 		}
-		return nil, 0, p.errorAt(p.dec.InputOffset(), path, "invalid JSON", err)
+		return nil, 0, &Error{Line: 1 + bytes.Count(p.data[:le.off], []byte{'\n'}), Path: path, Msg: "invalid JSON: " + le.msg}
 	}
 	// The offset is just past the token; its last byte is on the token's line.
-	return tok, max(p.dec.InputOffset(), 1), nil
+	return tok, max(int64(p.lex.pos), 1), nil
 }
 
 // key reads an object's next key (the decoder guarantees it is a string).
@@ -217,7 +218,7 @@ func (p *jsonParser) open(path, what string) (int64, error) {
 	return off, nil
 }
 
-// close reads the '}' that ends an object after dec.More reported false.
+// close reads the '}' that ends an object after More reported false.
 func (p *jsonParser) close(path string) error {
 	_, _, err := p.next(path)
 	return err
@@ -282,8 +283,7 @@ func join(path, field string) string {
 }
 
 func parseJSON(data []byte) (*Book, error) {
-	p := &jsonParser{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
-	p.dec.UseNumber()
+	p := &jsonParser{data: data, lex: jsonLexer{data: data}}
 	if !utf8.Valid(data) {
 		off := 0
 		for off < len(data) {
@@ -308,7 +308,7 @@ func parseJSON(data []byte) (*Book, error) {
 	bd := newBuilder()
 	seen := map[string]int64{}
 	known := []string{"default", "apis", "users"}
-	for p.dec.More() {
+	for p.lex.More() {
 		key, off, err := p.key("")
 		if err != nil {
 			return nil, err
@@ -340,17 +340,13 @@ func parseJSON(data []byte) (*Book, error) {
 	if err := p.close(""); err != nil {
 		return nil, err
 	}
-	if tok, err := p.dec.Token(); err != io.EOF {
-		off := p.dec.InputOffset()
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			off = se.Offset
-		}
+	if tok, err := p.lex.Token(); err != io.EOF {
 		what := "text"
 		if err == nil {
 			what = describe(tok)
 		}
-		return nil, p.errorAt(max(off, 1), "", fmt.Sprintf("%s after the end of the book's object; a JSON book is one object and nothing else", what), nil)
+		// At the first byte after the object that is not space.
+		return nil, p.errorAt(int64(p.lex.start)+1, "", fmt.Sprintf("%s after the end of the book's object; a JSON book is one object and nothing else", what), nil)
 	}
 	if !bd.seen {
 		return nil, &Error{Msg: missingDefault}
@@ -368,7 +364,7 @@ func (p *jsonParser) names(bd *bookBuilder, s Scope, field string) error {
 		return err
 	}
 	seen := map[string]int64{}
-	for p.dec.More() {
+	for p.lex.More() {
 		name, off, err := p.key(field)
 		if err != nil {
 			return err
@@ -435,7 +431,7 @@ func (p *jsonParser) composite(path string, open int64) (admit.Limits, error) {
 		return admit.Limits{}, p.errorAt(open, path, fmt.Sprintf("an array of %d rules; a composite holds at most %d", count, admit.MaxLimits), nil)
 	}
 	var rules []admit.Rule
-	for i := 0; p.dec.More(); i++ {
+	for i := 0; p.lex.More(); i++ {
 		at := fmt.Sprintf("%s[%d]", path, i)
 		if i == admit.MaxLimits {
 			return admit.Limits{}, p.errorAt(open, path, fmt.Sprintf("an array of more than %d rules; a composite holds at most %d", admit.MaxLimits, admit.MaxLimits), nil)
@@ -491,11 +487,20 @@ func (p *jsonParser) count(open int64) int {
 	if open < 1 || open > int64(len(p.data)) || p.data[open-1] != '[' {
 		return -1
 	}
-	var elems []json.RawMessage
-	if err := json.NewDecoder(bytes.NewReader(p.data[open-1:])).Decode(&elems); err != nil {
+	l := jsonLexer{data: p.data[open-1:]}
+	if tok, err := l.Token(); tok != json.Delim('[') || err != nil {
 		return -1
 	}
-	return len(elems)
+	n := 0
+	for ; l.More(); n++ {
+		if err := l.skip(); err != nil {
+			return -1
+		}
+	}
+	if tok, err := l.Token(); tok != json.Delim(']') || err != nil {
+		return -1
+	}
+	return n
 }
 
 // ruleOf prefixes the message of err, an error about the i-th rule of an
@@ -536,7 +541,7 @@ func (p *jsonParser) ruleObject(path string, open int64) (admit.Rule, error) {
 			return p.errorAt(off, join(path, "algorithm"), fmt.Sprintf("%s is not an algorithm; want one of %s", describe(tok), formNames()), nil)
 		}
 	)
-	for p.dec.More() {
+	for p.lex.More() {
 		key, off, err := p.key(path)
 		if err != nil {
 			return admit.Rule{}, err
@@ -560,7 +565,7 @@ func (p *jsonParser) ruleObject(path string, open int64) (admit.Rule, error) {
 				return admit.Rule{}, err
 			}
 			cfgSeen := map[string]int64{}
-			for p.dec.More() {
+			for p.lex.More() {
 				name, off, err := p.key(cfgPath)
 				if err != nil {
 					return admit.Rule{}, err

@@ -283,7 +283,7 @@ func TestLoad(t *testing.T) {
 	var pe *policy.Error
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, badJSON, pe.File)
-	assert.Equal(t, badJSON+": line 1: invalid JSON: invalid character '#' looking for beginning of value", err.Error())
+	assert.Equal(t, badJSON+": line 1: invalid JSON: invalid character '#' where a value was expected; want a string in double quotes, a number, an object, an array, true, false or null", err.Error())
 
 	badProps := write("rules.properties", "default = token-bucket,5,10\napi./login = fixed-window,0,10\n")
 	_, err = policy.Load(badProps)

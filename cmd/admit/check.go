@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -16,7 +17,7 @@ import (
 	"github.com/admit-go/admit/policy"
 )
 
-const checkUsage = `usage: admit check -rules FILE [< requests]
+const checkUsage = `usage: admit check -rules FILE [REQUESTS]
 
 Validate a rule file: JSON if its name ends in .json, else the properties
 format (default = token-bucket,5,10 / api./login = … / user.vip-1 = …,
@@ -25,14 +26,17 @@ token-bucket,10,1s + fixed-window,1000,1h). A valid file is printed back
 in canonical form; an invalid one is reported on standard error, with its
 line, and exits 1.
 
-If standard input is not a terminal, check then reads requests from it, one
-per line, and prints each decision:
+Given REQUESTS, a file of requests or - for standard input, check then
+reads requests from it, one per line, and prints each decision:
 
   USER API [N] [+DURATION]
 
 +DURATION advances a fake clock (starting at 0) before the requests, in Go's
 syntax (+2s, +1500ms); N is how many requests to make (1 to %d, default 1).
-Blank lines and lines starting with # are skipped.
+Blank lines and lines starting with # are skipped. Standard input is read
+only when REQUESTS is -:
+
+  printf 'alice /login 3\nalice /login +8s\n' | admit check -rules rules.conf -
 
 flags:
 `
@@ -57,8 +61,8 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "admit check: unexpected argument %q; give the rule file with -rules FILE\n", fs.Arg(0))
+	if fs.NArg() > 1 {
+		fmt.Fprintf(stderr, "admit check: unexpected argument %q; want the flags, then at most one file of requests (- for standard input): admit check -rules FILE [REQUESTS]\n", fs.Arg(1))
 		return 2
 	}
 	if *rules == "" {
@@ -72,8 +76,18 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	summarize(stdout, *rules, book)
-	if stdin == nil {
-		return 0
+	if fs.NArg() == 0 {
+		return 0 // no requests asked for: standard input is left alone
+	}
+	requests, name := stdin, "standard input"
+	if fs.Arg(0) != "-" {
+		f, err := os.Open(fs.Arg(0))
+		if err != nil {
+			fmt.Fprintln(stderr, "admit check:", err)
+			return 1
+		}
+		defer f.Close()
+		requests, name = f, fs.Arg(0)
 	}
 	fake := clock.NewFake()
 	svc, err := policy.NewService(book, admit.WithClock(fake))
@@ -81,7 +95,7 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "admit check:", err)
 		return 1
 	}
-	if err := checkRequests(stdin, stdout, svc, fake); err != nil {
+	if err := checkRequests(requests, name, stdout, svc, fake); err != nil {
 		fmt.Fprintln(stderr, "admit check:", err)
 		return 1
 	}
@@ -105,10 +119,11 @@ func summarize(w io.Writer, file string, book *policy.Book) {
 	}
 }
 
-// checkRequests reads request lines from r and prints the decision of each
-// request, and the entry that applied; for a composite, also the rule that
-// bound the decision (on a denial, the rule that denied).
-func checkRequests(r io.Reader, w io.Writer, svc *policy.Service, fake *clock.Fake) error {
+// checkRequests reads request lines from r, which errors call name, and
+// prints the decision of each request, and the entry that applied; for a
+// composite, also the rule that bound the decision (on a denial, the rule
+// that denied).
+func checkRequests(r io.Reader, name string, w io.Writer, svc *policy.Service, fake *clock.Fake) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 256), maxRequestLine+2)
 	bw := bufio.NewWriter(w)
@@ -118,13 +133,13 @@ func checkRequests(r io.Reader, w io.Writer, svc *policy.Service, fake *clock.Fa
 		line++
 		req, err := parseRequest(sc.Text())
 		if err != nil {
-			return fmt.Errorf("standard input, line %d: %v; want USER API [N] [+DURATION], such as alice /orders 3 +2s", line, err)
+			return fmt.Errorf("%s, line %d: %v; want USER API [N] [+DURATION], such as alice /orders 3 +2s", name, line, err)
 		}
 		if req.user == "" {
 			continue // blank or comment
 		}
 		if req.advance > time.Duration(math.MaxInt64)-fake.Now() {
-			return fmt.Errorf("standard input, line %d: +%v takes the clock past %v, the largest time.Duration", line, req.advance, time.Duration(math.MaxInt64))
+			return fmt.Errorf("%s, line %d: +%v takes the clock past %v, the largest time.Duration", name, line, req.advance, time.Duration(math.MaxInt64))
 		}
 		fake.Advance(req.advance)
 		book := svc.Book()
@@ -144,9 +159,9 @@ func checkRequests(r io.Reader, w io.Writer, svc *policy.Service, fake *clock.Fa
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return fmt.Errorf("standard input, line %d: longer than %d bytes", line+1, maxRequestLine)
+			return fmt.Errorf("%s, line %d: longer than %d bytes", name, line+1, maxRequestLine)
 		}
-		return fmt.Errorf("reading standard input after line %d: %w", line, err)
+		return fmt.Errorf("reading %s after line %d: %w", name, line, err)
 	}
 	return nil
 }
@@ -158,7 +173,7 @@ func retryAfter(d admit.Decision) string {
 	return d.RetryAfter.String()
 }
 
-// request is one line of check's standard input. A zero user means the line
+// request is one line of check's requests. A zero user means the line
 // holds no request (blank, or a comment).
 type request struct {
 	user, api string

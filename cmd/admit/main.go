@@ -3,7 +3,7 @@
 // Usage:
 //
 //	admit demo
-//	admit check -rules FILE [< requests]
+//	admit check -rules FILE [REQUESTS]
 //
 // "admit demo" replays the walkthrough of the design notes through a
 // policy.Service built from the notes' configuration, with a fake clock, so it
@@ -12,18 +12,20 @@
 // "admit check -rules FILE" validates a rule file (JSON if its name ends in
 // .json, else the properties format of package policy). An invalid file is
 // reported on standard error with its line and what would be right, and the
-// exit status is 1; a valid one is summarized on standard output. When
-// standard input is not a terminal, check then reads requests from it, one per
-// line:
+// exit status is 1; a valid one is summarized on standard output. Given
+// REQUESTS, a file of requests or - for standard input, check then reads
+// requests from it, one per line:
 //
 //	USER API [N] [+DURATION]
 //
 // It advances a fake clock (starting at 0) by DURATION (Go syntax: 2s, 1500ms),
 // then makes N requests (default 1) from USER to API and prints each decision.
 // Blank lines and lines starting with # are skipped; any other line that does
-// not read is an error naming the line (exit status 1). For example:
+// not read is an error naming the line (exit status 1). Standard input is
+// read only when REQUESTS is -, so that check does not wait on a standard
+// input left open, such as a CI job's. For example:
 //
-//	$ printf 'alice /login 3\nalice /login +8s\n' | admit check -rules rules.conf
+//	$ printf 'alice /login 3\nalice /login +8s\n' | admit check -rules rules.conf -
 //	rules.conf: 3 rules, valid
 //	  default    = token-bucket,5,10s
 //	  api./login = fixed-window,2,10s
@@ -50,25 +52,22 @@ import (
 const usage = `usage: admit <command> [flags]
 
 commands:
-  demo                     replay the design notes' walkthrough through a
-                           policy.Service, with a fake clock
-  check -rules FILE        validate a rule file (.json: JSON, else properties)
-                           and, if standard input is not a terminal, check
-                           the requests it lists: USER API [N] [+DURATION]
-  help                     print this message
+  demo                          replay the design notes' walkthrough through
+                                a policy.Service, with a fake clock
+  check -rules FILE [REQUESTS]  validate a rule file (.json: JSON, else
+                                properties) and, given a file of requests
+                                (- for standard input), check each of them:
+                                USER API [N] [+DURATION]
+  help                          print this message
 `
 
 func main() {
-	var stdin io.Reader = os.Stdin
-	if fi, err := os.Stdin.Stat(); err != nil || fi.Mode()&os.ModeCharDevice != 0 {
-		stdin = nil // a terminal (or no standard input at all): no requests to read
-	}
-	os.Exit(run(os.Args[1:], stdin, os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // run runs the command line args and returns the exit status: 0 for success,
 // 1 for a failure (an invalid rule file, a malformed request), 2 for a usage
-// error. stdin is where check reads requests from; nil means none.
+// error. stdin is read only by check, and only when args ask for it ("-").
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -62,7 +63,7 @@ func TestDemoMatchesSeed(t *testing.T) {
 func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		nil, {"nope"}, {"demo", "extra"}, {"demo", "-x"},
-		{"check"}, {"check", "rules.conf"}, {"check", "-rules"}, {"check", "-rules", "a.conf", "extra"}, {"check", "-bogus"},
+		{"check"}, {"check", "rules.conf"}, {"check", "-"}, {"check", "-rules"}, {"check", "-rules", "a.conf", "-", "extra"}, {"check", "-", "-rules", "a.conf"}, {"check", "-bogus"},
 	} {
 		var out, errOut bytes.Buffer
 		assert.Equal(t, 2, run(args, nil, &out, &errOut), "run(%q)", args)
@@ -139,7 +140,7 @@ func TestCheckComposite(t *testing.T) {
 
 	path := writeFile(t, "rules.conf", "default = token-bucket,2,1s + fixed-window,5,1h\napi./login = fixed-window,2,10\n")
 	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"check", "-rules", path}, strings.NewReader("alice /orders 3\nalice /orders 2 +1s\nalice /orders 2 +3s\nalice /login\n"), &out, &errOut), errOut.String())
+	require.Equal(t, 0, run([]string{"check", "-rules", path, "-"}, strings.NewReader("alice /orders 3\nalice /orders 2 +1s\nalice /orders 2 +3s\nalice /login\n"), &out, &errOut), errOut.String())
 	assert.Empty(t, errOut.String())
 	const def = " (default = token-bucket,2,1s + fixed-window,5,1h)\n"
 	assert.Equal(t, path+`: 2 rules, valid
@@ -168,7 +169,7 @@ func TestCheckInvalid(t *testing.T) {
 		path := writeFile(t, tc.name, tc.text)
 		var out, errOut bytes.Buffer
 		// Requests on stdin are not read when the rules are invalid.
-		assert.Equal(t, 1, run([]string{"check", "-rules", path}, strings.NewReader("alice /orders\n"), &out, &errOut))
+		assert.Equal(t, 1, run([]string{"check", "-rules", path, "-"}, strings.NewReader("alice /orders\n"), &out, &errOut))
 		assert.Equal(t, path+": "+tc.want, errOut.String())
 		assert.Empty(t, out.String())
 	}
@@ -191,7 +192,7 @@ alice /login 0001
 alice /orders 1 +0s
 `
 	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"check", "-rules", path}, strings.NewReader(stdin), &out, &errOut), errOut.String())
+	require.Equal(t, 0, run([]string{"check", "-rules", path, "-"}, strings.NewReader(stdin), &out, &errOut), errOut.String())
 	assert.Empty(t, errOut.String())
 	assert.Equal(t, path+`: 3 rules, valid
   default    = token-bucket,5,10s
@@ -234,8 +235,77 @@ func TestCheckMalformedRequests(t *testing.T) {
 		{"#\n\n" + strings.Repeat("x", 5000) + "\n", "admit check: standard input, line 3: longer than 4096 bytes\n"},
 	} {
 		var out, errOut bytes.Buffer
-		assert.Equal(t, 1, run([]string{"check", "-rules", path}, strings.NewReader(tc.stdin), &out, &errOut), "stdin %q", tc.stdin)
+		assert.Equal(t, 1, run([]string{"check", "-rules", path, "-"}, strings.NewReader(tc.stdin), &out, &errOut), "stdin %q", tc.stdin)
 		assert.Equal(t, tc.err, errOut.String(), "stdin %q", tc.stdin)
 		assert.True(t, strings.HasPrefix(out.String(), path+": 3 rules, valid\n"), "the summary comes first")
 	}
+}
+
+// readRecorder records whether anything tried to read from r.
+type readRecorder struct {
+	r    io.Reader
+	read chan struct{} // closed by the first Read
+	once sync.Once
+}
+
+func (rr *readRecorder) Read(p []byte) (int, error) {
+	rr.once.Do(func() { close(rr.read) })
+	return rr.r.Read(p)
+}
+
+// TestCheckLeavesStdinAlone: without "-", check does not read standard
+// input, even when it is an open pipe that never delivers end of input (a CI
+// job's stdin): it validates the file and returns. Before, it read standard
+// input whenever it was not a terminal, and blocked there.
+func TestCheckLeavesStdinAlone(t *testing.T) {
+	path := writeFile(t, "rules.conf", seedFile)
+	pr, pw, err := os.Pipe()
+	require.NoError(t, err)
+	defer pr.Close()
+	defer pw.Close() // the writer stays open until the test ends: no end of input
+	stdin := &readRecorder{r: pr, read: make(chan struct{})}
+	var out, errOut bytes.Buffer
+	status := make(chan int, 1)
+	go func() { status <- run([]string{"check", "-rules", path}, stdin, &out, &errOut) }()
+	select {
+	case <-stdin.read:
+		pw.Close() // end the read, so that run returns
+		<-status
+		t.Fatal("admit check -rules FILE read standard input, which it was not asked to")
+	case code := <-status:
+		assert.Equal(t, 0, code, errOut.String())
+		assert.Equal(t, path+`: 3 rules, valid
+  default    = token-bucket,5,10s
+  api./login = fixed-window,2,10s
+  user.vip-1 = token-bucket,8,10s
+`, out.String())
+	}
+}
+
+// TestCheckRequestsFile: REQUESTS may be a file, which errors name, rather
+// than - for standard input; standard input is then not read.
+func TestCheckRequestsFile(t *testing.T) {
+	rules := writeFile(t, "rules.conf", seedFile)
+	reqs := writeFile(t, "requests.txt", "alice /login 3\nalice /login +8s\n")
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"check", "-rules", rules, reqs}, nil, &out, &errOut), errOut.String())
+	assert.Equal(t, rules+`: 3 rules, valid
+  default    = token-bucket,5,10s
+  api./login = fixed-window,2,10s
+  user.vip-1 = token-bucket,8,10s
+t=0s alice /login #1: allowed remaining=1 retry-after=0s reset-after=10s (api./login = fixed-window,2,10s)
+t=0s alice /login #2: allowed remaining=0 retry-after=0s reset-after=10s (api./login = fixed-window,2,10s)
+t=0s alice /login #3: denied remaining=0 retry-after=10s reset-after=10s (api./login = fixed-window,2,10s)
+t=8s alice /login #1: denied remaining=0 retry-after=2s reset-after=2s (api./login = fixed-window,2,10s)
+`, out.String())
+
+	bad := writeFile(t, "bad.txt", "alice /orders\nbob\n")
+	out.Reset()
+	errOut.Reset()
+	assert.Equal(t, 1, run([]string{"check", "-rules", rules, bad}, nil, &out, &errOut))
+	assert.Equal(t, "admit check: "+bad+`, line 2: "bob" has no API; want USER API [N] [+DURATION], such as alice /orders 3 +2s`+"\n", errOut.String())
+
+	errOut.Reset()
+	assert.Equal(t, 1, run([]string{"check", "-rules", rules, filepath.Join(t.TempDir(), "missing.txt")}, nil, io.Discard, &errOut))
+	assert.Contains(t, errOut.String(), "no such file or directory")
 }

@@ -41,6 +41,7 @@ var rules = []rule{
 	{re: regexp.MustCompile(`^go doc( |$)`)},
 	{re: regexp.MustCompile(`^make (test|vet|unit|allocs|redis|modules|stress-short|bench-check)$`), skip: "a part of make test, which runs this check"},
 	{re: regexp.MustCompile(`^make stress$`), skip: "the full stress harness takes minutes (make test runs it in its short mode)"},
+	{re: regexp.MustCompile(`^make test-go127$`), skip: "runs every module's tests again with another Go release, for minutes"},
 	{re: regexp.MustCompile(`^make (bench|bench-quick|bench-instr|bench-cache|bench-redis)$`), skip: "takes minutes and rewrites bench/results and docs (make test runs every benchmark once)"},
 	{re: regexp.MustCompile(`^make fuzz$`), skip: "fuzzes for a minute per target"},
 	{re: regexp.MustCompile(`^make mutate$`), skip: "mutation testing runs the core packages' tests once per mutant, for many minutes"},
