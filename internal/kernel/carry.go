@@ -33,21 +33,27 @@ const (
 //   - An old part's consumption at now is how many requests' worth of its
 //     budget is in use: a token bucket's debt in tokens (its TAT ahead of now
 //     times Limit/Window, past Limit for a bucket in debt beyond a full
-//     bucket), a fixed window's count in the window holding now, a sliding
+//     bucket, counted up to 2^52/Window tokens), a fixed window's count in the window holding now, a sliding
 //     counter's estimate (the previous window's count weighted as the
 //     kernel weighs it, plus the current one's), a sliding log's live
 //     entries.
 //   - CarryConsumed carries c = consumption; CarryProportional c = new
 //     Limit × consumption / old Limit; CarryNothing c = 0. Neither is
-//     clamped to the new Limit: a consumption past it is kept, not forgotten.
+//     clamped to the new Limit: a consumption past it is kept, not
+//     forgotten. It is clamped only to 2^31 requests, past every Limit (so
+//     that the state still denies every request), which only a
+//     reservation's debt reaches.
 //   - The new part's state holds c consumed at now, rounded up to whole
 //     requests or nanoseconds (never kinder): a token bucket in debt by
-//     c × Window/Limit from now (more than a window ahead when c > Limit); a
+//     c × Window/Limit from now (more than a window ahead when c > Limit;
+//     at most 2^52 ns, 52 days, or one window if longer, as Redis's
+//     conversion can hold it); a
 //     fixed window with count ⌈c⌉ in now's window; a sliding counter with
 //     ⌈c⌉ in now's window and nothing before; a sliding log with the newest
 //     ⌈c⌉ timestamps of an old sliding log (padded with now when it has
 //     fewer), or ⌈c⌉ entries at now (past Limit, the ring keeps the newest
-//     Limit and counts the rest as copies of the newest: see Log). A count
+//     Limit and counts the rest as copies of the newest: see Log; at most
+//     2^16 entries, or Limit if more, as Redis's conversion writes them). A count
 //     past Limit denies every request until it rolls out.
 //
 // Every carried state is at least as strict as a fresh one, so no strategy
@@ -82,6 +88,9 @@ func Convert(from *Composite, fs []PartState, to *Composite, ts []PartState, now
 			c.Quo(c.Mul(used, newLimit), oldLimit)
 		default:
 			c.Set(used)
+		}
+		if c.Cmp(maxCarried) > 0 {
+			c.Set(maxCarried)
 		}
 		if c.Sign() == 0 {
 			continue
@@ -138,11 +147,16 @@ func (c *Composite) consumed(i int, s *PartState, now time.Duration) *big.Rat {
 		if st.TAT == 0 || p.tb.debt(tat, st.Frac, int64(now)) == 0 {
 			return new(big.Rat)
 		}
-		// (TAT − now)×L + Frac units of 1/W tokens, exactly: a bucket may
-		// owe more than a full bucket (a reservation, a carried debt), and
-		// debt saturates there.
+		// (TAT − now)×L + Frac units of 1/W tokens: a bucket may owe more
+		// than a full bucket (a reservation, a carried debt), where debt
+		// saturates. Counted exactly up to 2^52 units, as redisstore's
+		// conversion counts them (2^52/W tokens: 4,194,304 for a second's
+		// window), saturated there.
 		units := new(big.Int).Mul(new(big.Int).Sub(big.NewInt(tat), big.NewInt(int64(now))), big.NewInt(p.tb.limit))
 		units.Add(units, big.NewInt(st.Frac))
+		if units.Cmp(maxDebtUnits) > 0 {
+			units.Set(maxDebtUnits)
+		}
 		return new(big.Rat).SetFrac(units, big.NewInt(p.tb.window))
 	case p.fw != nil:
 		st := s.FW()
@@ -172,16 +186,32 @@ func (p *part) hold(s *PartState, c *big.Rat, now time.Duration, old *SlidingLog
 	case p.tb != nil:
 		// debt c × W/L ns from now, rounded up to a whole nanosecond.
 		d := new(big.Rat).Mul(c, big.NewRat(p.tb.window, p.tb.limit))
-		tat := addSat(int64(now), ceilRat(d))
+		tat := addSat(int64(now), min(ceilRat(d), max(maxCarriedDebt, p.tb.window)))
 		s.SetTB(TokenBucketState{TAT: uint64(tat) ^ bias})
 	case p.fw != nil:
 		s.SetFW(FixedWindowState{Window: p.fw.Index(now), Count: whole})
 	case p.sc != nil:
 		s.SetSC(SlidingCounterState{Window: p.sc.Index(now), Curr: whole})
 	default:
-		s.Log = p.sl.carried(old, os.Log, now, whole)
+		s.Log = p.sl.carried(old, os.Log, now, min(whole, max(p.sl.limit, maxCarriedEntries)))
 	}
 }
+
+// maxCarried is the most Convert carries, in requests: more than any
+// Limit (admit.MaxLimit), and what redisstore's conversion carries at most.
+var maxCarried = big.NewRat(1<<31, 1)
+
+// maxCarriedDebt is the longest debt Convert gives a token bucket, in
+// nanoseconds, when the bucket's window is shorter: redisstore's
+// conversion keeps a TAT exact in a Lua number (below 2^53) with it.
+const maxCarriedDebt = 1 << 52
+
+// maxDebtUnits is the most units of debt Convert counts in a token bucket.
+var maxDebtUnits = big.NewInt(1 << 52)
+
+// maxCarriedEntries is the most entries Convert gives a sliding log whose
+// Limit is smaller: redisstore's conversion writes each entry.
+const maxCarriedEntries = 1 << 16
 
 // ceilRat returns ⌈r⌉ for r >= 0, saturating at MaxInt64.
 func ceilRat(r *big.Rat) int64 {

@@ -174,6 +174,11 @@ func (k *SlidingLog) carried(old *SlidingLog, ol *Log, now time.Duration, whole 
 		for i := dead; i < ol.size; i++ {
 			stamps = append(stamps, time.Duration(ol.at(i)))
 		}
+		if dead < ol.size { // its copies of the newest, as many as can be kept
+			for range min(ol.extra, whole) {
+				stamps = append(stamps, stamps[len(stamps)-1])
+			}
+		}
 	}
 	if int64(len(stamps)) > whole {
 		stamps = stamps[int64(len(stamps))-whole:]
