@@ -92,6 +92,9 @@ func Convert(from *Composite, fs []PartState, to *Composite, ts []PartState, now
 		if c.Cmp(maxCarried) > 0 {
 			c.Set(maxCarried)
 		}
+		if clampCarried() && c.Cmp(newLimit) > 0 {
+			c.Set(newLimit) // the planted bug (admitstress builds only)
+		}
 		if c.Sign() == 0 {
 			continue
 		}
