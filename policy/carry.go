@@ -78,12 +78,20 @@ func (f reloadOption) applyReload(s *reloadSettings) error { return f(s) }
 
 // WithCarry makes [Service.Reload] carry the state of each pair whose
 // limits change into the new limits as c says: [admit.CarryConsumed] (the
-// default: what was consumed stays consumed, at most the new Limit),
-// [admit.CarryProportional] (the same fraction of the budget stays
+// default: what was consumed stays consumed, all of it, even past the new
+// Limit), [admit.CarryProportional] (the same fraction of the budget stays
 // consumed) or [admit.CarryNothing] (the pair starts afresh under the new
-// limits, and Reload moves nothing). docs/algorithms.md ("A limit that
-// changes") gives each strategy per algorithm. Any other c makes Reload
-// return an error wrapping [admit.ErrInvalidOption].
+// limits, and Reload moves nothing).
+//
+// The promise, on a clock that does not move and across any sequence of
+// Reloads: with CarryConsumed a pair is admitted at most the largest Limit
+// of the limits it was under (a composite's smallest rule's), so limits of
+// 10, 5 and 10 again admit 10, not 15; with CarryProportional at most the
+// largest Limit of any rule it was under (the same for one-rule limits);
+// CarryNothing keeps no such promise, each change starting the pair fresh.
+// docs/algorithms.md ("A limit that changes") gives each strategy per
+// algorithm and proves both bounds. Any other c makes Reload return an
+// error wrapping [admit.ErrInvalidOption].
 func WithCarry(c admit.Carry) ReloadOption {
 	return reloadOption(func(s *reloadSettings) error {
 		if c < admit.CarryConsumed || c > admit.CarryNothing {

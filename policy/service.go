@@ -677,8 +677,10 @@ func (s *Service) Book() *Book { return s.cur.Load().book }
 //
 // A pair whose limits change carries its state into the new limits as
 // [WithCarry] says, by default [admit.CarryConsumed]: what the pair has
-// consumed stays consumed, at most the new Limit, so that after 7 of 10 a
-// limit raised to 20 leaves 13 and one lowered to 5 leaves none. Each pair
+// consumed stays consumed, all of it, so that after 7 of 10 a limit raised
+// to 20 leaves 13, one lowered to 5 leaves none and keeps the 7, and one
+// raised back to 10 leaves 3 (a pair is never admitted more than the
+// largest limit it was under, on a clock that does not move). Each pair
 // moves from its old limiter to its new one, its state converted at a
 // reading of the Service's clock (WithClock's, or the system clock); Checks
 // go on meanwhile, and a Check racing the move is counted once, under the

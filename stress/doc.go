@@ -84,6 +84,14 @@
 // TestReservationSelfTest does the same for a reserver whose cancellation
 // ignores which reservation it is given.
 //
+// TestFlipFlopReload reloads a policy.Service between limits of 10 and 5
+// per hour, again and again, while checkers Check a few pairs on a frozen
+// clock (flipflop_test.go): with CarryConsumed and CarryProportional no
+// pair may pass more than 10 (with CarryConsumed, exactly 10 once spent).
+// TestSelfTestFlipFlopClamp plants the old carry, clamped to the new Limit
+// (kernel.PlantClampedCarry, admitstress builds only), and requires the
+// bound to catch it.
+//
 // TestResetMidRace resets a hot key each time its budget is spent, on a
 // frozen clock, while new keys grow its shard (reset_test.go): exactly
 // (resets + 1) × Limit admissions must pass. TestSelfTestLostReset plants a

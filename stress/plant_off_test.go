@@ -9,3 +9,6 @@ func plantUnfrozenRebuild(bool) { panic("stress: the planted rebuild bug needs -
 
 // plantLockFreeReset is never called without the tag admitstress.
 func plantLockFreeReset(bool) { panic("stress: the planted reset bug needs -tags admitstress") }
+
+// plantClampedCarry is never called without the tag admitstress.
+func plantClampedCarry(bool) { panic("stress: the planted carry clamp needs -tags admitstress") }

@@ -2,7 +2,10 @@
 
 package stress
 
-import "github.com/admit-go/admit/internal/table"
+import (
+	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/table"
+)
 
 // plantUnfrozenRebuild turns on or off the planted bug of sharded's table
 // (table.PlantUnfrozenRebuild: rebuilds that copy each state word without
@@ -14,3 +17,8 @@ func plantUnfrozenRebuild(on bool) { table.PlantUnfrozenRebuild(on) }
 // table (table.PlantLockFreeReset: a Reset without the shard's mutex that
 // gives up on a tombstone), which exists only with the tag admitstress.
 func plantLockFreeReset(on bool) { table.PlantLockFreeReset(on) }
+
+// plantClampedCarry turns on or off the planted clamp of kernel.Convert
+// (kernel.PlantClampedCarry: what a Reload carries clamped to the new
+// Limit), which exists only with the tag admitstress.
+func plantClampedCarry(on bool) { kernel.PlantClampedCarry(on) }

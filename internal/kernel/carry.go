@@ -14,8 +14,8 @@ import (
 type Carry uint8
 
 const (
-	// CarryConsumed: what was consumed stays consumed, clamped to the new
-	// Limit.
+	// CarryConsumed: what was consumed stays consumed, all of it, even past
+	// the new Limit.
 	CarryConsumed Carry = iota + 1
 	// CarryProportional: the same fraction of the budget stays consumed.
 	CarryProportional
@@ -32,24 +32,45 @@ const (
 //     always carries from the old rule to the new.
 //   - An old part's consumption at now is how many requests' worth of its
 //     budget is in use: a token bucket's debt in tokens (its TAT ahead of now
-//     times Limit/Window, at most Limit), a fixed window's count in the
-//     window holding now, a sliding counter's estimate (the previous
-//     window's count weighted as the kernel weighs it, plus the current
-//     one's), a sliding log's live entries.
-//   - CarryConsumed carries c = min(consumption, new Limit);
-//     CarryProportional c = new Limit × consumption / old Limit (at most the
-//     new Limit); CarryNothing c = 0.
+//     times Limit/Window, past Limit for a bucket in debt beyond a full
+//     bucket, counted up to 2^52/Window tokens), a fixed window's count in the window holding now, a sliding
+//     counter's estimate (the previous window's count weighted as the
+//     kernel weighs it, plus the current one's), a sliding log's live
+//     entries.
+//   - CarryConsumed carries c = consumption; CarryProportional c = new
+//     Limit × consumption / old Limit; CarryNothing c = 0. Neither is
+//     clamped to the new Limit: a consumption past it is kept, not
+//     forgotten. It is clamped only to 2^31 requests, past every Limit (so
+//     that the state still denies every request), which only a
+//     reservation's debt reaches.
 //   - The new part's state holds c consumed at now, rounded up to whole
 //     requests or nanoseconds (never kinder): a token bucket in debt by
-//     c × Window/Limit from now; a fixed window with count ⌈c⌉ in now's
-//     window; a sliding counter with ⌈c⌉ in now's window and nothing before;
-//     a sliding log with the newest ⌈c⌉ timestamps of an old sliding log
-//     (padded with now when it has fewer), or ⌈c⌉ entries at now.
+//     c × Window/Limit from now (more than a window ahead when c > Limit;
+//     at most 2^52 ns, 52 days, or one window if longer, as Redis's
+//     conversion can hold it); a
+//     fixed window with count ⌈c⌉ in now's window; a sliding counter with
+//     ⌈c⌉ in now's window and nothing before; a sliding log with the newest
+//     ⌈c⌉ timestamps of an old sliding log (padded with now when it has
+//     fewer), or ⌈c⌉ entries at now (past Limit, the ring keeps the newest
+//     Limit and counts the rest as copies of the newest: see Log; at most
+//     2^16 entries, or Limit if more, as Redis's conversion writes them). A count
+//     past Limit denies every request until it rolls out.
 //
 // Every carried state is at least as strict as a fresh one, so no strategy
 // lets a key pass more than the new limits allow a fresh key from the moment
-// of the change; CarryConsumed and CarryProportional also keep what the key
-// had spent, so that changing a limit hands no one a fresh burst.
+// of the change. On a frozen clock every part of a key's state under
+// CarryConsumed holds at least what the key was admitted since it was
+// fresh (an admission charges every part, and a carry keeps the whole
+// consumption), so across any chain of changes the key is admitted at most
+// the largest Limit (a composite's smallest rule's) of the limits it was
+// under. Under CarryProportional every part holds at least the fraction
+// admitted/M of its Limit, M the largest Limit of any rule the key was
+// under (an admission of n adds n/l >= n/M to a part's fraction, a carry
+// keeps it), so the key is admitted at most M: the same bound for one-rule
+// limits, a weaker one for composites (10/10 spent under "fixed-window,10,1m
+// + fixed-window,1000,1h" is 1% of the hour, which "fixed-window,10,1h"
+// carries as 1 of 10). CarryNothing keeps no such promise: each change
+// starts the key fresh.
 func Convert(from *Composite, fs []PartState, to *Composite, ts []PartState, now time.Duration, carry Carry) {
 	now = clampTime(now)
 	for j := range ts {
@@ -68,8 +89,11 @@ func Convert(from *Composite, fs []PartState, to *Composite, ts []PartState, now
 		default:
 			c.Set(used)
 		}
-		if c.Cmp(newLimit) > 0 {
-			c.Set(newLimit)
+		if c.Cmp(maxCarried) > 0 {
+			c.Set(maxCarried)
+		}
+		if clampCarried() && c.Cmp(newLimit) > 0 {
+			c.Set(newLimit) // the planted bug (admitstress builds only)
 		}
 		if c.Sign() == 0 {
 			continue
@@ -123,8 +147,20 @@ func (c *Composite) consumed(i int, s *PartState, now time.Duration) *big.Rat {
 	case p.tb != nil:
 		st := s.TB()
 		tat := int64(st.TAT ^ bias)
-		debt := p.tb.debt(tat, st.Frac, int64(now)) // units of 1/W tokens
-		return new(big.Rat).SetFrac(big.NewInt(min(debt, p.tb.capacity)), big.NewInt(p.tb.window))
+		if st.TAT == 0 || p.tb.debt(tat, st.Frac, int64(now)) == 0 {
+			return new(big.Rat)
+		}
+		// (TAT − now)×L + Frac units of 1/W tokens: a bucket may owe more
+		// than a full bucket (a reservation, a carried debt), where debt
+		// saturates. Counted exactly up to 2^52 units, as redisstore's
+		// conversion counts them (2^52/W tokens: 4,194,304 for a second's
+		// window), saturated there.
+		units := new(big.Int).Mul(new(big.Int).Sub(big.NewInt(tat), big.NewInt(int64(now))), big.NewInt(p.tb.limit))
+		units.Add(units, big.NewInt(st.Frac))
+		if units.Cmp(maxDebtUnits) > 0 {
+			units.Set(maxDebtUnits)
+		}
+		return new(big.Rat).SetFrac(units, big.NewInt(p.tb.window))
 	case p.fw != nil:
 		st := s.FW()
 		_, count := p.fw.current(&st, int64(now))
@@ -140,50 +176,45 @@ func (c *Composite) consumed(i int, s *PartState, now time.Duration) *big.Rat {
 		if s.Log == nil {
 			return new(big.Rat)
 		}
-		_, dead := p.sl.scan(s.Log, int64(now))
-		return big.NewRat(int64(s.Log.size-dead), 1)
+		return big.NewRat(p.sl.live(s.Log, int64(now)), 1)
 	}
 }
 
-// hold writes to *s the state of a part that has c (0 < c <= Limit)
-// requests' worth in use at reading now (see Convert). old and os are the
-// source part's sliding-log kernel (nil if it is not one) and state.
+// hold writes to *s the state of a part that has c (> 0) requests' worth
+// in use at reading now (see Convert). old and os are the source part's
+// sliding-log kernel (nil if it is not one) and state.
 func (p *part) hold(s *PartState, c *big.Rat, now time.Duration, old *SlidingLog, os *PartState) {
-	whole := ceilRat(c) // 1 <= whole <= Limit
+	whole := ceilRat(c) // >= 1, past Limit when c is
 	switch {
 	case p.tb != nil:
 		// debt c × W/L ns from now, rounded up to a whole nanosecond.
 		d := new(big.Rat).Mul(c, big.NewRat(p.tb.window, p.tb.limit))
-		tat := addSat(int64(now), ceilRat(d))
+		tat := addSat(int64(now), min(ceilRat(d), max(maxCarriedDebt, p.tb.window)))
 		s.SetTB(TokenBucketState{TAT: uint64(tat) ^ bias})
 	case p.fw != nil:
 		s.SetFW(FixedWindowState{Window: p.fw.Index(now), Count: whole})
 	case p.sc != nil:
 		s.SetSC(SlidingCounterState{Window: p.sc.Index(now), Curr: whole})
 	default:
-		l := &Log{ts: make([]time.Duration, p.sl.limit)}
-		var stamps []time.Duration
-		if old != nil && os.Log != nil {
-			_, dead := old.scan(os.Log, int64(now))
-			for k := dead; k < os.Log.size; k++ {
-				stamps = append(stamps, time.Duration(os.Log.at(k)))
-			}
-		}
-		if int64(len(stamps)) > whole {
-			stamps = stamps[int64(len(stamps))-whole:]
-		}
-		eff := now
-		if len(stamps) > 0 {
-			eff = max(eff, stamps[len(stamps)-1])
-		}
-		for int64(len(stamps)) < whole {
-			stamps = append(stamps, eff)
-		}
-		copy(l.ts, stamps)
-		l.size = len(stamps)
-		s.Log = l
+		s.Log = p.sl.carried(old, os.Log, now, min(whole, max(p.sl.limit, maxCarriedEntries)))
 	}
 }
+
+// maxCarried is the most Convert carries, in requests: more than any
+// Limit (admit.MaxLimit), and what redisstore's conversion carries at most.
+var maxCarried = big.NewRat(1<<31, 1)
+
+// maxCarriedDebt is the longest debt Convert gives a token bucket, in
+// nanoseconds, when the bucket's window is shorter: redisstore's
+// conversion keeps a TAT exact in a Lua number (below 2^53) with it.
+const maxCarriedDebt = 1 << 52
+
+// maxDebtUnits is the most units of debt Convert counts in a token bucket.
+var maxDebtUnits = big.NewInt(1 << 52)
+
+// maxCarriedEntries is the most entries Convert gives a sliding log whose
+// Limit is smaller: redisstore's conversion writes each entry.
+const maxCarriedEntries = 1 << 16
 
 // ceilRat returns ⌈r⌉ for r >= 0, saturating at MaxInt64.
 func ceilRat(r *big.Rat) int64 {

@@ -66,7 +66,7 @@ func (k *FixedWindow) Decide(s *FixedWindowState, now time.Duration, n int) Verd
 	if n < 0 || int64(n) > k.limit {
 		return Verdict{RetryAfter: admit.Never, ResetAfter: time.Duration(reset)}
 	}
-	if count+int64(n) > k.limit {
+	if n > 0 && count+int64(n) > k.limit { // a probe passes, even past a carried Limit
 		return Verdict{RetryAfter: time.Duration(end), ResetAfter: time.Duration(end)}
 	}
 	if n > 0 {
@@ -76,7 +76,7 @@ func (k *FixedWindow) Decide(s *FixedWindowState, now time.Duration, n int) Verd
 	}
 	return Verdict{
 		Allowed:    true,
-		Remaining:  int(k.limit - count),
+		Remaining:  int(max(0, k.limit-count)), // a probe may find a carried count past Limit
 		ResetAfter: time.Duration(reset),
 	}
 }

@@ -19,14 +19,22 @@ type SlidingLog struct {
 // timestamps, in ascending order from head. The zero value is an empty log; the
 // ring is allocated on the key's first admission, at exactly Limit entries.
 // Expired entries are dropped lazily, by the next admission.
+//
+// A log that a change of limits carried (Convert) may hold more entries
+// than Limit: the ring keeps the newest Limit, and extra counts the rest as
+// copies of the newest entry (later than their own readings, so never
+// kinder), expiring with it. Such a log denies every request until enough
+// of it expires, and the next admission writes the copies into the ring,
+// which then has room for them (live + n <= Limit).
 type Log struct {
-	ts   []time.Duration // ring; len(ts) == limit once allocated
-	head int             // index of the oldest entry
-	size int             // entries in use, from head (some may have expired)
+	ts    []time.Duration // ring; len(ts) == limit once allocated
+	head  int             // index of the oldest entry
+	size  int             // entries in use, from head (some may have expired)
+	extra int64           // copies of the newest entry beyond the ring; 0 unless carried past Limit
 }
 
 // Len returns how many timestamps the log holds, expired ones included.
-func (l *Log) Len() int { return l.size }
+func (l *Log) Len() int { return l.size + int(l.extra) }
 
 // NewSlidingLog returns the kernel for rule, which must be valid.
 func NewSlidingLog(rule admit.Rule) *SlidingLog {
@@ -83,13 +91,17 @@ func (k *SlidingLog) Allow(l *Log, now time.Duration, n int) (d admit.Decision) 
 func (k *SlidingLog) Decide(l *Log, now time.Duration, n int) Verdict {
 	now = clampTime(now)
 	eff, dead := k.scan(l, int64(now))
-	live := int64(l.size - dead)
+	live := l.live(dead)
 	if n < 0 || int64(n) > k.limit {
 		return Verdict{RetryAfter: admit.Never, ResetAfter: time.Duration(k.untilEmpty(l, live, int64(now)))}
 	}
-	if live+int64(n) > k.limit {
-		// The (live+n-limit)-th oldest live entry must expire first.
-		oldest := l.at(dead + int(live+int64(n)-k.limit) - 1)
+	if n > 0 && live+int64(n) > k.limit { // a probe passes, even past a carried Limit
+		// The (live+n-limit)-th oldest live entry must expire first: in
+		// the ring, or one of the extra copies of the newest.
+		oldest := l.at(l.size - 1)
+		if i := live + int64(n) - k.limit - 1; i < int64(l.size-dead) {
+			oldest = l.at(dead + int(i))
+		}
 		return Verdict{
 			RetryAfter: time.Duration(wait(addSat(oldest, k.window), int64(now))),
 			ResetAfter: time.Duration(k.untilEmpty(l, live, int64(now))),
@@ -104,21 +116,87 @@ func (k *SlidingLog) Decide(l *Log, now time.Duration, n int) Verdict {
 			l.head -= len(l.ts)
 		}
 		l.size -= dead
-		for range n {
-			j := l.head + l.size
-			if j >= len(l.ts) {
-				j -= len(l.ts)
+		if l.size == 0 {
+			l.extra = 0 // the copies expired with the newest entry
+		} else if l.extra > 0 { // a carried log's copies of its newest entry, into the ring
+			newest := time.Duration(l.at(l.size - 1))
+			for ; l.extra > 0; l.extra-- {
+				l.push(newest)
 			}
-			l.ts[j] = time.Duration(eff)
-			l.size++
+		}
+		for range n {
+			l.push(time.Duration(eff))
 		}
 		live += int64(n)
 	}
 	return Verdict{
 		Allowed:    true,
-		Remaining:  int(k.limit - live),
+		Remaining:  int(max(0, k.limit-live)), // a probe of a carried log may find more than Limit
 		ResetAfter: time.Duration(k.untilEmpty(l, live, int64(now))),
 	}
+}
+
+// push appends an entry at t to the ring, which has room for it.
+func (l *Log) push(t time.Duration) {
+	j := l.head + l.size
+	if j >= len(l.ts) {
+		j -= len(l.ts)
+	}
+	l.ts[j] = t
+	l.size++
+}
+
+// live returns the live entries of a log whose dead oldest entries scan
+// counted, the extra copies of a live newest entry included.
+func (l *Log) live(dead int) int64 {
+	if dead == l.size {
+		return 0
+	}
+	return int64(l.size-dead) + l.extra
+}
+
+// live returns the entries of l live at reading now.
+func (k *SlidingLog) live(l *Log, now int64) int64 {
+	_, dead := k.scan(l, now)
+	return l.live(dead)
+}
+
+// carried returns the log of a part with whole (>= 1) requests in use at
+// reading now (Convert): the newest whole live entries of ol, the log of
+// the sliding-log kernel old (nil, or ol nil, when the source has no log),
+// padded with entries at now (or at ol's newest, if later) when ol has
+// fewer. Past Limit entries, the ring keeps the newest Limit and extra
+// counts the rest (see Log).
+func (k *SlidingLog) carried(old *SlidingLog, ol *Log, now time.Duration, whole int64) *Log {
+	var stamps []time.Duration
+	if old != nil && ol != nil {
+		_, dead := old.scan(ol, int64(now))
+		for i := dead; i < ol.size; i++ {
+			stamps = append(stamps, time.Duration(ol.at(i)))
+		}
+		if dead < ol.size { // its copies of the newest, as many as can be kept
+			for range min(ol.extra, whole) {
+				stamps = append(stamps, stamps[len(stamps)-1])
+			}
+		}
+	}
+	if int64(len(stamps)) > whole {
+		stamps = stamps[int64(len(stamps))-whole:]
+	}
+	eff := now
+	if len(stamps) > 0 {
+		eff = max(eff, stamps[len(stamps)-1])
+	}
+	ring := min(whole, k.limit)
+	pad := min(whole-int64(len(stamps)), ring) // the padding's entries the ring keeps
+	keep := stamps[int64(len(stamps))-(ring-pad):]
+	l := &Log{ts: make([]time.Duration, k.limit), extra: whole - ring}
+	copy(l.ts, keep)
+	for i := range pad {
+		l.ts[int64(len(keep))+i] = eff
+	}
+	l.size = int(ring)
+	return l
 }
 
 // untilEmpty is the wait from now until every live entry has expired.

@@ -7,15 +7,23 @@ import (
 
 // FixedWindowWord packs a fixed window's state into one word:
 //
-//	bits[0:cb)   Count, 0..Limit, where cb = bits.Len(Limit) (at most 31)
+//	bits[0:cb)   Count, 0..2^cb-1, where cb = 64 - bits.Len(the index span
+//	             below), at most 56: at least bits.Len(Limit), and at least
+//	             bits.Len(Window) bits (42 for an hour, 30 for a second)
 //	bits[cb:64)  k - base: the window index k = floor(now/Window) less base,
 //	             the index of the clock range's first window
 //
 // The index is stored whole, as an offset from the first window of the
 // kernels' clock range: readings are clamped to ±(2^62-1) ns, so every index
-// the kernel computes lies in [base, Index(2^62-1)]. A valid rule has Window
-// >= Limit ns >= 2^(cb-1) ns, so that range holds at most 2^(64-cb) windows
-// and every offset fits the word's 64-cb bits. Horizon: none. Any two
+// the kernel computes lies in [base, Index(2^62-1)], a span of at most
+// 2^63/Window + 1 windows, and the count takes every bit the span leaves. A
+// valid rule has Window >= Limit ns >= 2^(bits.Len(Limit)-1) ns, so the
+// count always has room for Limit; the rest of its room holds a count past
+// Limit that a change of limits carried (Convert keeps a consumption the
+// new Limit cannot admit). A count past 2^cb-1 (more than Window in
+// nanoseconds, or 2^56) packs as 2^cb-1: the window still denies every
+// request until it ends, but a later change of limits carries that count,
+// not the larger one. Horizon: none. Any two
 // readings of the clock range, however far apart, restore the same window,
 // so a stale reading is counted against the newest window exactly as the
 // kernel counts it. A zero Count is a fresh key whatever the index bits say,
@@ -34,15 +42,24 @@ type FixedWindowWord struct {
 	base int64 // the index of the clock range's first window
 }
 
+// maxCountBits is the most bits a packed window's count takes, so that
+// every packing keeps at least eight index bits for the stores' spare
+// words (Spare).
+const maxCountBits = 56
+
 // Word returns the packing of k's states.
 func (k *FixedWindow) Word() FixedWindowWord {
-	cb := uint(bits.Len64(uint64(k.limit)))
-	return FixedWindowWord{cb: cb, mask: 1<<cb - 1, base: k.Index(math.MinInt64)}
+	base := k.Index(math.MinInt64)
+	span := uint64(k.Index(math.MaxInt64) - base)
+	cb := min(uint(64-bits.Len64(span)), maxCountBits)
+	cb = max(cb, uint(bits.Len64(uint64(k.limit)))) // a no-op for a valid rule (see the bit map)
+	return FixedWindowWord{cb: cb, mask: 1<<cb - 1, base: base}
 }
 
-// Pack returns s as one word. s must be a state the kernel wrote.
+// Pack returns s as one word. s must be a state the kernel or Convert
+// wrote; a Count past the word's room packs as the largest it holds.
 func (p FixedWindowWord) Pack(s FixedWindowState) uint64 {
-	return uint64(s.Window-p.base)<<p.cb | uint64(s.Count)
+	return uint64(s.Window-p.base)<<p.cb | min(uint64(s.Count), p.mask)
 }
 
 // Unpack returns the state a word from Pack stands for.
@@ -61,16 +78,23 @@ func (p FixedWindowWord) Spare(i uint64) uint64 { return ^(i - 1) << p.cb &^ p.m
 
 // SlidingCounterWord packs a sliding counter's state into one word:
 //
-//	bits[0:cb)    Curr, the current window's count (cb = bits.Len(Limit) <= 16)
+//	bits[0:cb)    Curr, the current window's count
 //	bits[cb:2cb)  Prev, the previous window's count
 //	bits[2cb:64)  k - base: the current window's index less base, the index
 //	              of the clock range's first window (as for FixedWindowWord)
 //
 // The index is stored whole, as for the fixed window, so the word is exact
 // over the whole clock range, but it has only 64-2cb bits: the range's
-// windows must number at most 2^(64-2cb), which holds exactly when Window >=
-// 2^(2cb-1) ns (524µs for limits up to 1023, 134ms up to 16,383, 2.15s up to
-// 65,535). Other rules do not pack: Word reports them. Both counts zero is a
+// windows must number at most 2^(64-2cb). The counts take every bit the
+// index leaves, cb = (64 - bits.Len(the index span))/2 (15 for a second's
+// window, 18 for a minute's, 21 for an hour's); the rule packs when Limit
+// fits them, Limit <= MaxWordLimit, which holds exactly when Window >=
+// 2^(2·bits.Len(Limit)-1) ns (524µs for limits up to 1023, 134ms up to
+// 16,383, 2.15s up to 65,535). Other rules do not pack: Word reports them.
+// The room past Limit holds counts a change of limits carried (Convert);
+// a count past 2^cb-1 packs as 2^cb-1, which still denies every request
+// until it rolls out, but a later change of limits carries that count, not
+// the larger one. Both counts zero is a
 // fresh key, so the zero word is fresh, and every word with both counts zero
 // and other bits set is free for a store's sentinels (Spare).
 type SlidingCounterWord struct {
@@ -90,15 +114,18 @@ func (k *SlidingCounter) Word() (SlidingCounterWord, bool) {
 	if k.limit > MaxWordLimit {
 		return SlidingCounterWord{}, false
 	}
-	cb := uint(bits.Len64(uint64(k.limit)))
-	p := SlidingCounterWord{cb: cb, mask: 1<<cb - 1, base: k.Index(math.MinInt64)}
-	return p, uint64(k.Index(math.MaxInt64)-p.base)>>(64-2*cb) == 0
+	base := k.Index(math.MinInt64)
+	span := uint64(k.Index(math.MaxInt64) - base)
+	cb := min(uint(64-bits.Len64(span))/2, maxCountBits/2)
+	p := SlidingCounterWord{cb: cb, mask: 1<<cb - 1, base: base}
+	return p, cb >= uint(bits.Len64(uint64(k.limit)))
 }
 
-// Pack returns s as one word. s must be a state the kernel wrote, of a rule
-// whose states pack.
+// Pack returns s as one word. s must be a state the kernel or Convert
+// wrote, of a rule whose states pack; a count past the word's room packs
+// as the largest it holds.
 func (p SlidingCounterWord) Pack(s SlidingCounterState) uint64 {
-	return uint64(s.Window-p.base)<<(2*p.cb) | uint64(s.Prev)<<p.cb | uint64(s.Curr)
+	return uint64(s.Window-p.base)<<(2*p.cb) | min(uint64(s.Prev), p.mask)<<p.cb | min(uint64(s.Curr), p.mask)
 }
 
 // Unpack returns the state a word from Pack stands for.

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"math"
+	"math/bits"
 	"testing"
 	"time"
 
@@ -47,7 +48,8 @@ func TestWindowWords(t *testing.T) {
 			k := NewSlidingCounter(drawRule(rt, admit.SlidingCounter))
 			p, ok := k.Word()
 			if !ok {
-				if k.limit <= MaxWordLimit && uint64(k.Index(math.MaxInt64)-k.Index(math.MinInt64))>>(64-2*p.cb) == 0 {
+				cb := uint(bits.Len64(uint64(k.limit)))
+				if k.limit <= MaxWordLimit && uint64(k.Index(math.MaxInt64)-k.Index(math.MinInt64))>>(64-2*cb) == 0 {
 					rt.Fatalf("Word refused a rule whose windows fit")
 				}
 				return
@@ -153,7 +155,7 @@ func TestSlidingCounterBitBudget(t *testing.T) {
 		window := rapid.Int64Range(int64(limit), admit.MaxLimitTimesWindow/int64(limit)).Draw(rt, "window")
 		k := NewSlidingCounter(rule(admit.SlidingCounter, limit, time.Duration(window)))
 		c, ok := k.Word()
-		if want := window >= 1<<(2*c.cb-1); ok != want {
+		if want := window >= 1<<(2*bits.Len(uint(limit))-1); ok != want {
 			rt.Fatalf("%d per %dns: packs %v, want %v", limit, window, ok, want)
 		}
 		if !ok {

@@ -151,7 +151,8 @@ func (t *Store) Take(key string, into []kernel.PartState) bool {
 }
 
 // Put implements [migrate.Store]. from[0] must be a state of the store's
-// rule (a count at most its Limit), as kernel.Convert writes. A token
+// rule, as kernel.Convert writes (a count may be past the Limit: the word
+// keeps it up to its room, see kernel.FixedWindowWord). A token
 // bucket's state past the packed word's horizon is stored held, as the slow
 // path stores it. The key is counted against WithMaxKeys after a sweep and
 // the full-store policy, and beyond the bound if they make no room: a

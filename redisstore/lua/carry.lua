@@ -20,10 +20,14 @@
 -- and D integers, N at most 2^53 and D 1 or the rule's window: every rule
 -- read from a tag is checked to be one the client accepts (limit below
 -- 2^31, window at most 2^51 units, limit x window at most 2^52 for the
--- token bucket and the sliding counter), so a bucket's debt, at most
--- limit x window + limit - 1 units, and a sliding counter's
--- prev x (window - elapsed) + curr x window, at most 2 x limit x window,
--- are exact. What a new rule holds is the ceiling of a quotient of two
+-- token bucket and the sliding counter), so a bucket's debt (past a full
+-- bucket's for a reservation or a carried debt; saturated at 2^52 units,
+-- a debt of more than a window per request) and a sliding counter's
+-- prev x (window - elapsed) + curr x window are exact. What a new rule
+-- carries is not clamped to its limit (a limit lowered and raised back
+-- must not hand the difference out again), only to 2^31 requests, more
+-- than any limit, so that it still denies every request, and a bucket's
+-- debt to 2^52 units. What a new rule holds is the ceiling of a quotient of two
 -- products of such numbers, up to 2^106: ceilQuo computes it in base-2^24
 -- digits, whose partial products stay below 2^49, so nothing is rounded.
 -- Choosing the old rule a new rule carries from compares ratios of windows
@@ -155,18 +159,18 @@ local function carry(refusal)
     local got = redis.call('HMGET', key, unpack(fields))
     for i, r in ipairs(from) do
       if r.alg == 'l' then
-        local head, size = 0, 0
+        local head, size, ring = 0, 0, r.limit
         if got[i] then
           local st = numbers(got[i], r.alg)
-          head, size = st[1], st[2]
+          head, size, ring = st[1], st[2], st[3] or r.limit -- a carried log's ring may be longer
         end
         local slot = (i - 1) .. ':'
         states[i] = {size = size, at = function(j)
-          return entry(redis.call('HGET', key, slot .. ((head + j) % r.limit)))
+          return entry(redis.call('HGET', key, slot .. ((head + j) % ring)))
         end, newest = function(k)
           local names = {}
           for j = size - k, size - 1 do
-            names[#names + 1] = slot .. ((head + j) % r.limit)
+            names[#names + 1] = slot .. ((head + j) % ring)
           end
           return many(names)
         end}
@@ -282,7 +286,7 @@ local function carry(refusal)
 
   -- consumed returns how many requests' worth of old rule o's budget its
   -- state st has in use at now, as N / D: a token bucket's debt in tokens
-  -- (at most its limit), a fixed window's count in now's window, a sliding
+  -- (past its limit for a bucket in debt past a full bucket), a fixed window's count in now's window, a sliding
   -- counter's estimate (the previous window's count weighted by the part of
   -- it the span still covers, plus the current one's), a sliding log's
   -- live entries. Each reads the state as its algorithm's function does.
@@ -297,10 +301,10 @@ local function carry(refusal)
         return 0, window
       end
       local ahead = tat - now
-      if ahead > window then
-        return limit * window, window
+      if ahead > fdiv(2 ^ 52 - frac, limit) then
+        return 2 ^ 52, window -- saturated (see Exactness)
       end
-      return math.min(ahead * limit + frac, limit * window), window
+      return ahead * limit + frac, window
     elseif o.alg == 'f' then
       if st and st[2] ~= 0 and fdiv(now, window) <= st[1] then
         return st[2], 1
@@ -339,36 +343,63 @@ local function carry(refusal)
     return size - lo, 1
   end
 
+  -- product returns the product of the integers of list (each at most
+  -- 2^53) in digits.
+  local function product(list)
+    local r = {1}
+    for _, x in ipairs(list) do
+      r = times(r, digits(x))
+    end
+    return r
+  end
+  -- the most a rule carries, as kernel.Convert: requests, and a bucket's
+  -- units of debt (windows are at most 2^51 units, so never less than one)
+  local cmax, tmax = 2 ^ 31, 2 ^ 52
+
   -- hold returns the state of new rule r that holds c requests' worth in
   -- use at now, c carried from old rule o's state st as the strategy says
-  -- (nil when c is 0), rounded up, never kinder: a token bucket in debt by
-  -- c x window / limit from now, rounded up to a whole unit; a fixed
-  -- window with ceil(c) in now's window; a sliding counter with ceil(c) in
-  -- now's window and nothing before; a sliding log with the newest ceil(c)
-  -- live entries of an old sliding log, then entries at the newest of
-  -- them or now, whichever is later, up to ceil(c).
+  -- (nil when c is 0), rounded up, never kinder, and not clamped to r's
+  -- limit: a token bucket in debt by c x window / limit from now, rounded
+  -- up to a whole unit (more than a window ahead when c is past the
+  -- limit); a fixed window with ceil(c) in now's window; a sliding counter
+  -- with ceil(c) in now's window and nothing before; a sliding log with
+  -- the newest ceil(c) live entries of an old sliding log, then entries at
+  -- the newest of them or now, whichever is later, up to ceil(c) (more
+  -- entries than its limit when c is past it: the newest limit of them,
+  -- then the rest as copies of the newest, as kernel.Convert keeps them).
   local function hold(r, o, st)
     local used, per = consumed(o, st) -- c = used / per, before the strategy
     if used == 0 then
       return nil
     end
-    -- whole = ceil(c); ticks = ceil(c x window / limit), for a bucket
-    local whole, ticks
+    -- c = used x nf / (per x df); whole = ceil(c); ticks = ceil(c x
+    -- window / limit), for a bucket
+    local nf, df = 1, 1
     if strategy == 'p' then
-      -- c = used x r.limit / (per x o.limit), at most r.limit
-      if compareProducts(used, 1, per, o.limit) >= 0 then
-        whole, ticks = r.limit, r.window
-      elseif r.alg == 't' then
-        ticks = ceilQuo(used, r.window, per, o.limit)
+      nf, df = r.limit, o.limit
+    end
+    local whole, ticks
+    if compare(product({used, nf}), product({per, df, cmax})) >= 0 then
+      whole = cmax
+      if compare(product({cmax, r.window}), product({r.limit, tmax})) >= 0 then
+        ticks = tmax
       else
-        whole = ceilQuo(used, r.limit, per, o.limit)
+        ticks = ceilQuo(cmax, r.window, 1, r.limit)
       end
-    elseif compareProducts(used, 1, per, r.limit) >= 0 then
-      whole, ticks = r.limit, r.window
-    elseif r.alg == 't' then
-      ticks = ceilQuo(used, r.window, per, r.limit)
     else
-      whole = ceilQuo(used, 1, per, 1)
+      whole = ceilQuo(used, nf, per, df)
+      if r.alg == 't' then
+        -- c x window / limit = used x window / (per x d)
+        local d = r.limit
+        if strategy == 'p' then
+          d = o.limit
+        end
+        if compare(product({used, r.window}), product({per, d, tmax})) >= 0 then
+          ticks = tmax
+        else
+          ticks = ceilQuo(used, r.window, per, d)
+        end
+      end
     end
     if r.alg == 't' then
       return {now + ticks, 0}
@@ -377,6 +408,7 @@ local function carry(refusal)
     elseif r.alg == 's' then
       return {fdiv(now, r.window), 0, whole}
     end
+    whole = math.min(whole, math.max(r.limit, 2 ^ 16)) -- kernel.Convert's maxCarriedEntries
     local stamps = {}
     if o.alg == 'l' then
       stamps = st.newest(math.min(used, whole))
@@ -387,6 +419,18 @@ local function carry(refusal)
     end
     for k = #stamps + 1, whole do
       stamps[k] = eff
+    end
+    if whole > r.limit then
+      -- as kernel.Convert's log: the newest limit entries, and the rest as
+      -- copies of the newest (later than their own times: never kinder)
+      local out = {}
+      for k = whole - r.limit + 1, whole do
+        out[#out + 1] = stamps[k]
+      end
+      for _ = 1, whole - r.limit do
+        out[#out + 1] = stamps[whole]
+      end
+      stamps = out
     end
     return stamps
   end

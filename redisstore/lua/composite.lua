@@ -13,7 +13,9 @@
 -- sliding log is the kernel's ring of limit slots: field i holds 'head
 -- size', and field 'i:j' slot j, so that its entries, oldest first, are
 -- slots head, head + 1, ... (mod limit), and the binary search reads each
--- with one HGET.
+-- with one HGET. A log a change of limits carried past its limit (see
+-- carry.lua) has a longer ring: field i holds 'head size ring', and the
+-- slots go mod ring.
 local algorithms = {t = tokenbucket, f = fixedwindow, l = slidinglog, s = slidingcounter}
 local parts, fields = {}, {'tag'}
 for i = 0, (#ARGV - 6) / 3 - 1 do
@@ -44,14 +46,14 @@ for i, p in ipairs(parts) do
     state = {tonumber(a), tonumber(b), tonumber(c)}
   end
   if p.alg == 'l' and not carried then
-    local head, size = 0, 0
+    local head, size, ring = 0, 0, p.limit
     if state then
-      head, size = state[1], state[2]
+      head, size, ring = state[1], state[2], state[3] or p.limit
     end
-    local slot, limit = p.field .. ':', p.limit
-    p.head = head
+    local slot = p.field .. ':'
+    p.head, p.ring = head, ring
     state = {size = size, at = function(j)
-      return tonumber(redis.call('HGET', key, slot .. ((head + j) % limit)))
+      return tonumber(redis.call('HGET', key, slot .. ((head + j) % ring)))
     end}
   end
   p.state = state
@@ -93,7 +95,9 @@ local function rewrite(reset)
           size = size + 1
         end
       end
-      if size > 0 then
+      if size > p.limit then
+        put(p.field, string.format('0 %d %d', size, size)) -- a ring as long as the carried log
+      elseif size > 0 then
         put(p.field, string.format('0 %d', size))
       end
     else
@@ -171,14 +175,18 @@ elseif n > 0 then
     local w = verdicts[i][5]
     if p.alg == 'l' then
       -- drop the dead oldest entries, then append n at time eff
-      local limit, t = p.limit, string.format('%d', w[1])
-      local head = (p.head + w[2]) % limit
+      local ring, t = p.ring, string.format('%d', w[1])
+      local head = (p.head + w[2]) % ring
       local size = p.state.size - w[2]
       for _ = 1, n do
-        put(p.field .. ':' .. ((head + size) % limit), t)
+        put(p.field .. ':' .. ((head + size) % ring), t)
         size = size + 1
       end
-      put(p.field, string.format('%d %d', head, size))
+      if ring ~= p.limit then
+        put(p.field, string.format('%d %d %d', head, size, ring))
+      else
+        put(p.field, string.format('%d %d', head, size))
+      end
     elseif #w == 2 then
       put(p.field, string.format('%d %d', w[1], w[2]))
     else

@@ -16,12 +16,12 @@ local function fixedwindow(limit, window, n, state)
   if count == 0 then
     reset = 0
   end
-  if count + n > limit then
+  if n > 0 and count + n > limit then -- a probe passes, even past a carried limit
     return 0, 0, finish, finish
   end
   if n > 0 then
     count = count + n
     return 1, limit - count, 0, finish, {idx, count}
   end
-  return 1, limit - count, 0, reset
+  return 1, math.max(0, limit - count), 0, reset
 end

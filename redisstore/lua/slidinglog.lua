@@ -31,7 +31,7 @@ local function slidinglog(limit, window, n, log)
     return wait(newest + window)
   end
 
-  if live + n > limit then
+  if n > 0 and live + n > limit then -- a probe passes, even past a carried limit
     -- the (live + n - limit)-th oldest live entry must expire first
     return 0, 0, wait(at(dead + live + n - limit - 1) + window), untilEmpty()
   end
@@ -40,5 +40,5 @@ local function slidinglog(limit, window, n, log)
     newest = eff
     return 1, limit - live, 0, untilEmpty(), {eff, dead}
   end
-  return 1, limit - live, 0, untilEmpty()
+  return 1, math.max(0, limit - live), 0, untilEmpty()
 end
