@@ -446,6 +446,114 @@ func TestWaitReplicas(t *testing.T) {
 	})
 }
 
+// TestWaitReplicasOnlyAdmissionsWait: while the replica is frozen (SIGSTOP)
+// an admission cannot be acknowledged, and after one has failed with
+// ErrNotReplicated a probe, a denial, a request that can never pass and a
+// fresh client's probe are answered without a WAIT: they write nothing, so
+// there is nothing to wait for, and a WAIT would hold them for its whole
+// timeout behind the unacknowledged admission. The client's commands are
+// counted by a hook, so nothing here depends on how long anything takes.
+func TestWaitReplicasOnlyAdmissionsWait(t *testing.T) {
+	ctx := context.Background()
+	rule := admit.Rule{Algorithm: admit.TokenBucket, Limit: 2, Window: time.Hour}
+	fake := clock.NewFake()
+	fake.Set(time.Hour)
+	primary := redistest.Start(t, primaryArgs...)
+	host, port, err := net.SplitHostPort(primary.Addr)
+	require.NoError(t, err)
+	replica := redistest.Start(t, "--replicaof", host, port)
+	rc := newClient(t, replica)
+	require.Eventually(t, func() bool {
+		info, err := rc.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	}, failoverBound, 10*time.Millisecond, "the replica syncs with the primary")
+	replica.Freeze()
+
+	hook := new(commandHook)
+	c := newClient(t, primary)
+	c.AddHook(hook)
+	l, err := redisstore.New(c, rule, redisstore.WithClock(fake), redisstore.WithWaitReplicas(1, waitTimeout))
+	require.NoError(t, err)
+	for i := range rule.Limit {
+		d, err := l.Allow(ctx, "k")
+		require.ErrorIs(t, err, redisstore.ErrNotReplicated, "admission %d, the replica frozen", i)
+		assert.ErrorContains(t, err, "0 of the 1 replicas wanted")
+		assert.Equal(t, admit.Decision{}, d)
+	}
+	assert.Equal(t, int64(rule.Limit), hook.count("wait"), "one WAIT per admission")
+
+	waits := hook.count("wait")
+	d, err := l.AllowN(ctx, "k", 0)
+	require.NoError(t, err)
+	assert.Equal(t, 0, d.Remaining, "the unacknowledged admissions were charged on the primary")
+	assert.Equal(t, waits, hook.count("wait"), "a probe sends no WAIT")
+	d, err = l.Allow(ctx, "k")
+	require.NoError(t, err)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, waits, hook.count("wait"), "a denial sends no WAIT")
+	d, err = l.AllowN(ctx, "k", rule.Limit+1)
+	require.NoError(t, err)
+	assert.Equal(t, admit.Never, d.RetryAfter)
+	assert.Equal(t, waits, hook.count("wait"), "a request that can never pass sends no WAIT")
+
+	freshHook := new(commandHook)
+	fresh := newClient(t, primary)
+	fresh.AddHook(freshHook)
+	fl, err := redisstore.New(fresh, rule, redisstore.WithClock(fake), redisstore.WithWaitReplicas(1, waitTimeout))
+	require.NoError(t, err)
+	d, err = fl.AllowN(ctx, "k", 0)
+	require.NoError(t, err)
+	assert.Equal(t, 0, d.Remaining)
+	d, err = fl.Allow(ctx, "k")
+	require.NoError(t, err)
+	assert.False(t, d.Allowed)
+	assert.Zero(t, freshHook.count("wait"), "a fresh client's probe and denial send no WAIT")
+	assert.Equal(t, int64(2), freshHook.count("evalsha"), "one script call each")
+
+	k, err := redisstore.NewKeyed(l, redisstore.Policy{Mode: redisstore.FailClosed, Timeout: time.Minute})
+	require.NoError(t, err)
+	assert.False(t, k.Allow("k").Allowed)
+	assert.Equal(t, waits, hook.count("wait"), "Keyed's denial sends no WAIT")
+}
+
+// commandHook counts the commands a client sends, by name, alone or in a
+// pipeline.
+type commandHook struct {
+	mu    sync.Mutex
+	names map[string]int64
+}
+
+func (h *commandHook) add(cmds ...redis.Cmder) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.names == nil {
+		h.names = map[string]int64{}
+	}
+	for _, cmd := range cmds {
+		h.names[cmd.Name()]++
+	}
+}
+
+func (h *commandHook) count(name string) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.names[name]
+}
+
+func (h *commandHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *commandHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.add(cmd)
+		return next(ctx, cmd)
+	}
+}
+func (h *commandHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.add(cmds...)
+		return next(ctx, cmds)
+	}
+}
+
 // BenchmarkWaitReplicas: the cost of WithWaitReplicas(1, 100ms) on a
 // primary with one replica on loopback, against the same limiter without
 // it; every call is admitted (server time, 1,000,000 per hour, 1,000 keys).

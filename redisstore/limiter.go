@@ -45,7 +45,8 @@ const DefaultPrefix = "admit:"
 // several enforced together on each key, a composite ([NewLimits]). Each
 // decision is one round trip: one Lua script that reads the key's state,
 // decides as the local kernels do, and writes the new state with a time to
-// live. It is safe for concurrent use.
+// live (an admission under [WithWaitReplicas] takes a second, for WAIT). It
+// is safe for concurrent use.
 type Limiter struct {
 	client    redis.Scripter
 	script    *redis.Script
@@ -451,8 +452,8 @@ func (l *Limiter) allowNWhich(ctx context.Context, key string, n int) (admit.Dec
 	if err != nil {
 		return admit.Decision{}, 0, err
 	}
-	if l.wait != nil {
-		return l.allowAndWait(ctx, key, n, args)
+	if l.wait != nil && n > 0 && n <= l.limit {
+		return l.allowAndWait(ctx, key, n, args) // a probe writes nothing: no WAIT
 	}
 	return l.decision(l.script.Run(ctx, l.client, []string{l.Key(key)}, args...), key, n)
 }
