@@ -28,8 +28,7 @@ const (
 	failoverName      = "admit"
 	failoverQuorum    = 2
 	failoverDownAfter = 500 * time.Millisecond
-	failoverTimeout   = 3 * time.Second // Sentinel's failover-timeout
-	failoverBound     = 20 * time.Second
+	failoverTimeout   = 3 * time.Second        // Sentinel's failover-timeout
 	waitTimeout       = 100 * time.Millisecond // WithWaitReplicas' timeout
 )
 
@@ -56,10 +55,10 @@ func startSentinelled(t *testing.T) *sentinelled {
 	d.replica = redistest.Start(t, "--replicaof", host, port)
 	rc := newClient(t, d.replica)
 	ctx := context.Background()
-	require.Eventually(t, func() bool {
+	redistest.Await(t, "the replica syncs with the primary", func() bool {
 		info, err := rc.Info(ctx, "replication").Result()
 		return err == nil && strings.Contains(info, "master_link_status:up")
-	}, failoverBound, 10*time.Millisecond, "the replica syncs with the primary")
+	})
 	for range 3 {
 		s := redistest.StartSentinel(t, redistest.SentinelConfig{
 			Name: failoverName, Primary: d.primary.Addr, Quorum: failoverQuorum,
@@ -69,10 +68,10 @@ func startSentinelled(t *testing.T) *sentinelled {
 	}
 	for _, addr := range d.sentinels {
 		sc := redis.NewSentinelClient(&redis.Options{Addr: addr})
-		require.Eventually(t, func() bool {
+		redistest.Await(t, fmt.Sprintf("Sentinel %s knows the replica and the other Sentinels", addr), func() bool {
 			m, err := sc.Master(ctx, failoverName).Result()
 			return err == nil && m["num-slaves"] == "1" && m["num-other-sentinels"] == "2"
-		}, failoverBound, 20*time.Millisecond, "Sentinel %s knows the replica and the other Sentinels", addr)
+		})
 		require.NoError(t, sc.Close())
 	}
 	return d
@@ -93,9 +92,8 @@ func (d *sentinelled) failoverClient(t *testing.T) *redis.Client {
 // failoverRun is the traffic of one limiter through a failover: its
 // goroutines' counts, and when decisions came from Redis again.
 type failoverRun struct {
-	name    string
-	lim     *redisstore.Limiter
-	timeout time.Duration // each Keyed's Policy.Timeout
+	name string
+	lim  *redisstore.Limiter
 
 	admitted     []atomic.Int64 // per key: admissions acknowledged
 	calls        atomic.Int64   // decisions returned
@@ -121,12 +119,17 @@ const (
 // run calls r.lim through its own Keyed in each of failoverGoroutines
 // goroutines until stop is closed; each goroutine has its own Keyed (and
 // circuit breaker), so that its OnError tells it how each call was decided.
+// Their Timeout is upTimeout: no call to a server that runs may time out,
+// however busy the machine, for one that did would be denied, its
+// admission written but not counted, and the admissions the failover lost
+// would be counted short. A call to the killed primary fails on its own
+// (its connections refused).
 func (r *failoverRun) run(t *testing.T, stop <-chan struct{}, wg *sync.WaitGroup) {
 	r.admitted = make([]atomic.Int64, failoverKeys)
 	for g := range failoverGoroutines {
 		var failure error
 		k, err := redisstore.NewKeyed(r.lim, redisstore.Policy{
-			Mode: redisstore.FailClosed, Timeout: r.timeout,
+			Mode: redisstore.FailClosed, Timeout: upTimeout,
 			OnError: func(_ string, err error) { failure = err }, // called in this goroutine
 		})
 		require.NoError(t, err)
@@ -210,15 +213,13 @@ func testFailover(t *testing.T, lagging bool) {
 	prefixes := []string{"failover-async:", "failover-wait:"}
 	runs := make([]*failoverRun, 2)
 	for i, name := range []string{"async", "wait"} {
-		opts := []redisstore.Option{redisstore.WithClock(fake), redisstore.WithPrefix(prefixes[i])}
-		timeout := 100 * time.Millisecond
+		opts := []redisstore.Option{redisstore.WithTestClock(fake), redisstore.WithPrefix(prefixes[i])}
 		if name == "wait" {
 			opts = append(opts, redisstore.WithWaitReplicas(1, waitTimeout))
-			timeout = 250 * time.Millisecond // above WAIT's own
 		}
 		lim, err := redisstore.New(d.failoverClient(t), failoverRule, opts...)
 		require.NoError(t, err)
-		runs[i] = &failoverRun{name: name, lim: lim, timeout: timeout}
+		runs[i] = &failoverRun{name: name, lim: lim}
 	}
 
 	// Sentinel announces the switch on +switch-master.
@@ -249,13 +250,7 @@ func testFailover(t *testing.T, lagging bool) {
 	}()
 	waitUntil := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(failoverBound)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("not within %v: %s", failoverBound, what)
-			}
-			time.Sleep(5 * time.Millisecond) // polling the traffic's counters, not ordering events
-		}
+		redistest.Await(t, what, cond)
 	}
 	admittedSum := func(r *failoverRun) (n int64) {
 		for i := range r.admitted {
@@ -292,11 +287,14 @@ func testFailover(t *testing.T, lagging bool) {
 	}
 
 	var switchedAt time.Time
-	select {
-	case switchedAt = <-switched:
-	case <-time.After(failoverBound):
-		t.Fatalf("Sentinel did not fail over within %v", failoverBound)
-	}
+	waitUntil("Sentinel's failover (+switch-master)", func() bool {
+		select {
+		case switchedAt = <-switched:
+			return true
+		default:
+			return false
+		}
+	})
 	waitUntil("decisions from the new primary", func() bool {
 		return runs[0].resumed.Load() != 0 && runs[1].resumed.Load() != 0
 	})
@@ -314,7 +312,7 @@ func testFailover(t *testing.T, lagging bool) {
 	t.Logf("failover (lagging replica %v): Sentinel switched %v after the kill (down-after %v, quorum %d of 3)",
 		lagging, switchedAt.Sub(killed).Round(time.Millisecond), failoverDownAfter, failoverQuorum)
 	for i, r := range runs {
-		probe, err := redisstore.New(d.failoverClient(t), failoverRule, redisstore.WithClock(fake), redisstore.WithPrefix(prefixes[i]))
+		probe, err := redisstore.New(d.failoverClient(t), failoverRule, redisstore.WithTestClock(fake), redisstore.WithPrefix(prefixes[i]))
 		require.NoError(t, err)
 		excess, keys := r.excess(t, probe)
 		resumed := time.Unix(0, r.resumed.Load()).Sub(killed)
@@ -392,7 +390,7 @@ func TestWaitReplicas(t *testing.T) {
 	t.Run("replicas=0", func(t *testing.T) {
 		srv := redistest.Start(t)
 		c := newClient(t, srv)
-		l, err := redisstore.New(c, rule, redisstore.WithClock(fake), redisstore.WithWaitReplicas(1, 10*time.Millisecond))
+		l, err := redisstore.New(c, rule, redisstore.WithTestClock(fake), redisstore.WithWaitReplicas(1, 10*time.Millisecond))
 		require.NoError(t, err)
 		for i := range rule.Limit {
 			d, err := l.Allow(ctx, "k")
@@ -424,11 +422,11 @@ func TestWaitReplicas(t *testing.T) {
 		require.NoError(t, err)
 		replica := redistest.Start(t, "--replicaof", host, port)
 		c, rc := newClient(t, primary), newClient(t, replica)
-		require.Eventually(t, func() bool {
+		redistest.Await(t, "the replica syncs with the primary", func() bool {
 			info, err := rc.Info(ctx, "replication").Result()
 			return err == nil && strings.Contains(info, "master_link_status:up")
-		}, failoverBound, 10*time.Millisecond, "the replica syncs with the primary")
-		l, err := redisstore.New(c, rule, redisstore.WithClock(fake), redisstore.WithWaitReplicas(1, time.Second))
+		})
+		l, err := redisstore.New(c, rule, redisstore.WithTestClock(fake), redisstore.WithWaitReplicas(1, 2*time.Second)) // under the client's ReadTimeout, 3 s
 		require.NoError(t, err)
 		for i := range 3 {
 			if i == 1 {
@@ -463,16 +461,16 @@ func TestWaitReplicasOnlyAdmissionsWait(t *testing.T) {
 	require.NoError(t, err)
 	replica := redistest.Start(t, "--replicaof", host, port)
 	rc := newClient(t, replica)
-	require.Eventually(t, func() bool {
+	redistest.Await(t, "the replica syncs with the primary", func() bool {
 		info, err := rc.Info(ctx, "replication").Result()
 		return err == nil && strings.Contains(info, "master_link_status:up")
-	}, failoverBound, 10*time.Millisecond, "the replica syncs with the primary")
+	})
 	replica.Freeze()
 
 	hook := new(commandHook)
 	c := newClient(t, primary)
 	c.AddHook(hook)
-	l, err := redisstore.New(c, rule, redisstore.WithClock(fake), redisstore.WithWaitReplicas(1, waitTimeout))
+	l, err := redisstore.New(c, rule, redisstore.WithTestClock(fake), redisstore.WithWaitReplicas(1, waitTimeout))
 	require.NoError(t, err)
 	for i := range rule.Limit {
 		d, err := l.Allow(ctx, "k")
@@ -499,7 +497,7 @@ func TestWaitReplicasOnlyAdmissionsWait(t *testing.T) {
 	freshHook := new(commandHook)
 	fresh := newClient(t, primary)
 	fresh.AddHook(freshHook)
-	fl, err := redisstore.New(fresh, rule, redisstore.WithClock(fake), redisstore.WithWaitReplicas(1, waitTimeout))
+	fl, err := redisstore.New(fresh, rule, redisstore.WithTestClock(fake), redisstore.WithWaitReplicas(1, waitTimeout))
 	require.NoError(t, err)
 	d, err = fl.AllowN(ctx, "k", 0)
 	require.NoError(t, err)
@@ -563,10 +561,10 @@ func BenchmarkWaitReplicas(b *testing.B) {
 	require.NoError(b, err)
 	replica := redistest.Start(b, "--replicaof", host, port)
 	c, rc := newClient(b, primary), newClient(b, replica)
-	require.Eventually(b, func() bool {
+	redistest.Await(b, "the replica syncs with the primary", func() bool {
 		info, err := rc.Info(context.Background(), "replication").Result()
 		return err == nil && strings.Contains(info, "master_link_status:up")
-	}, failoverBound, 10*time.Millisecond, "the replica syncs with the primary")
+	})
 	rule := admit.Rule{Algorithm: admit.TokenBucket, Limit: 1_000_000, Window: time.Hour}
 	keys := make([]string, 1000)
 	for i := range keys {

@@ -94,6 +94,12 @@ type config struct {
 	carry    admit.Carry    // 0: a key of another rule is an error
 	observer admit.Observer // nil: no decision observed
 	wait     *waiter        // nil: no WAIT (WithWaitReplicas)
+
+	// slack is added to every key's time to live: evict.Slack, unless a
+	// test sets it (export_test.go), as a test whose fake clock stands
+	// while real time runs must, so that Redis, which expires keys on its
+	// own clock, never drops a state the fake clock still holds.
+	slack time.Duration
 }
 
 // WithPrefix sets the prefix of the limiter's Redis keys (default
@@ -248,7 +254,7 @@ func NewLimits(client redis.Scripter, limits admit.Limits, opts ...Option) (*Lim
 // newLimiter is New and NewLimits after their checks of client and limits,
 // which are valid.
 func newLimiter(client redis.Scripter, limits admit.Limits, opts []Option) (*Limiter, error) {
-	cfg := config{prefix: DefaultPrefix}
+	cfg := config{prefix: DefaultPrefix, slack: evict.Slack}
 	for i, opt := range opts {
 		if opt == nil {
 			return nil, fmt.Errorf("%w: redisstore option %d is nil", admit.ErrInvalidOption, i)
@@ -299,7 +305,7 @@ func newLimiter(client redis.Scripter, limits admit.Limits, opts []Option) (*Lim
 	if l.unit == time.Nanosecond {
 		tag = "ns:" + tag
 	}
-	l.fixed = []any{int64(time.Millisecond / l.unit), int64(evict.Slack / time.Millisecond), tag, carryLetter(cfg.carry)}
+	l.fixed = []any{int64(time.Millisecond / l.unit), int64(cfg.slack / time.Millisecond), tag, carryLetter(cfg.carry)}
 	if l.composite {
 		l.script = compositeScript
 		for i := range limits.Len() {
@@ -312,7 +318,7 @@ func newLimiter(client redis.Scripter, limits admit.Limits, opts []Option) (*Lim
 		if r.Algorithm == admit.SlidingLog {
 			l.script = slidingLogScript
 		} else {
-			l.script = ruleScript(r, int64(time.Millisecond/l.unit), int64(evict.Slack/time.Millisecond), tag, carryLetter(cfg.carry), int64(r.Window/l.unit))
+			l.script = ruleScript(r, int64(time.Millisecond/l.unit), int64(cfg.slack/time.Millisecond), tag, carryLetter(cfg.carry), int64(r.Window/l.unit))
 			l.own = true
 			if r.Algorithm == admit.TokenBucket {
 				l.tb = kernel.NewTokenBucket(admit.Rule{Algorithm: admit.TokenBucket, Limit: r.Limit, Window: r.Window / l.unit})
