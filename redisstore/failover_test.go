@@ -53,12 +53,8 @@ func startSentinelled(t *testing.T) *sentinelled {
 	host, port, err := net.SplitHostPort(d.primary.Addr)
 	require.NoError(t, err)
 	d.replica = redistest.Start(t, "--replicaof", host, port)
-	rc := newClient(t, d.replica)
 	ctx := context.Background()
-	redistest.Await(t, "the replica syncs with the primary", func() bool {
-		info, err := rc.Info(ctx, "replication").Result()
-		return err == nil && strings.Contains(info, "master_link_status:up")
-	})
+	awaitReplica(t, newClient(t, d.primary), newClient(t, d.replica))
 	for range 3 {
 		s := redistest.StartSentinel(t, redistest.SentinelConfig{
 			Name: failoverName, Primary: d.primary.Addr, Quorum: failoverQuorum,
@@ -75,6 +71,25 @@ func startSentinelled(t *testing.T) *sentinelled {
 		require.NoError(t, sc.Close())
 	}
 	return d
+}
+
+// awaitReplica waits until the replica of primary is in sync and the
+// primary lists it online, the replicas WAIT counts: after a full sync the
+// primary puts a replica online only when the replica's first
+// acknowledgement arrives, which may be after the replica reports its
+// link up, and a WAIT sent in between counts no replica (seen once under
+// load: an admission WAIT(1, 1s) refused right after the sync).
+func awaitReplica(t testing.TB, primary, replica *redis.Client) {
+	t.Helper()
+	ctx := context.Background()
+	redistest.Await(t, "the replica syncs with the primary", func() bool {
+		info, err := replica.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	})
+	redistest.Await(t, "the primary counts its replica online", func() bool {
+		info, err := primary.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "connected_slaves:1") && strings.Contains(info, ",state=online,")
+	})
 }
 
 // failoverClient returns a go-redis failover client of d's Sentinels,
@@ -422,10 +437,7 @@ func TestWaitReplicas(t *testing.T) {
 		require.NoError(t, err)
 		replica := redistest.Start(t, "--replicaof", host, port)
 		c, rc := newClient(t, primary), newClient(t, replica)
-		redistest.Await(t, "the replica syncs with the primary", func() bool {
-			info, err := rc.Info(ctx, "replication").Result()
-			return err == nil && strings.Contains(info, "master_link_status:up")
-		})
+		awaitReplica(t, c, rc)
 		l, err := redisstore.New(c, rule, redisstore.WithTestClock(fake), redisstore.WithWaitReplicas(1, 2*time.Second)) // under the client's ReadTimeout, 3 s
 		require.NoError(t, err)
 		for i := range 3 {
@@ -460,11 +472,7 @@ func TestWaitReplicasOnlyAdmissionsWait(t *testing.T) {
 	host, port, err := net.SplitHostPort(primary.Addr)
 	require.NoError(t, err)
 	replica := redistest.Start(t, "--replicaof", host, port)
-	rc := newClient(t, replica)
-	redistest.Await(t, "the replica syncs with the primary", func() bool {
-		info, err := rc.Info(ctx, "replication").Result()
-		return err == nil && strings.Contains(info, "master_link_status:up")
-	})
+	awaitReplica(t, newClient(t, primary), newClient(t, replica))
 	replica.Freeze()
 
 	hook := new(commandHook)
@@ -560,11 +568,8 @@ func BenchmarkWaitReplicas(b *testing.B) {
 	host, port, err := net.SplitHostPort(primary.Addr)
 	require.NoError(b, err)
 	replica := redistest.Start(b, "--replicaof", host, port)
-	c, rc := newClient(b, primary), newClient(b, replica)
-	redistest.Await(b, "the replica syncs with the primary", func() bool {
-		info, err := rc.Info(context.Background(), "replication").Result()
-		return err == nil && strings.Contains(info, "master_link_status:up")
-	})
+	c := newClient(b, primary)
+	awaitReplica(b, c, newClient(b, replica))
 	rule := admit.Rule{Algorithm: admit.TokenBucket, Limit: 1_000_000, Window: time.Hour}
 	keys := make([]string, 1000)
 	for i := range keys {
