@@ -39,7 +39,7 @@ func checkBatchIsSequential(t *testing.T, c redis.Scripter, hook *countingHook, 
 		for _, alg := range algorithms {
 			limit := rapid.IntRange(1, 6).Draw(rt, "limit")
 			rule := admit.Rule{Algorithm: alg, Limit: limit, Window: time.Duration(rapid.Int64Range(int64(limit), int64(time.Second)).Draw(rt, "window"))}
-			l, err := redisstore.New(c, rule, redisstore.WithClock(fake), freshPrefix("batch"))
+			l, err := redisstore.New(c, rule, redisstore.WithTestClock(fake), freshPrefix("batch"))
 			require.NoError(rt, err)
 			_, err = l.AllowN(ctx, "warm", 0) // load the script
 			require.NoError(rt, err)
@@ -77,9 +77,9 @@ func TestAllowBatchAfterScriptFlush(t *testing.T) {
 	c.AddHook(hook)
 	ctx := context.Background()
 	fake := clock.NewFake()
-	tb, err := redisstore.New(c, admit.Rule{Algorithm: admit.TokenBucket, Limit: 2, Window: time.Minute}, redisstore.WithClock(fake), freshPrefix("flush"))
+	tb, err := redisstore.New(c, admit.Rule{Algorithm: admit.TokenBucket, Limit: 2, Window: time.Minute}, redisstore.WithTestClock(fake), freshPrefix("flush"))
 	require.NoError(t, err)
-	fw, err := redisstore.New(c, admit.Rule{Algorithm: admit.FixedWindow, Limit: 1, Window: time.Minute}, redisstore.WithClock(fake), freshPrefix("flush"))
+	fw, err := redisstore.New(c, admit.Rule{Algorithm: admit.FixedWindow, Limit: 1, Window: time.Minute}, redisstore.WithTestClock(fake), freshPrefix("flush"))
 	require.NoError(t, err)
 	calls := []redisstore.Call{{Limiter: tb, Key: "k", N: 1}, {Limiter: fw, Key: "k", N: 1}, {Limiter: tb, Key: "k", N: 1}, {Limiter: fw, Key: "k", N: 1}, {Limiter: tb, Key: "k", N: 1}}
 	require.NoError(t, c.ScriptFlush(ctx).Err())
@@ -103,15 +103,15 @@ func TestAllowBatchErrors(t *testing.T) {
 	ctx := context.Background()
 	fake := clock.NewFake()
 	rule := admit.Rule{Algorithm: admit.TokenBucket, Limit: 5, Window: time.Minute}
-	a, err := redisstore.New(c, rule, redisstore.WithClock(fake), freshPrefix("errs"))
+	a, err := redisstore.New(c, rule, redisstore.WithTestClock(fake), freshPrefix("errs"))
 	require.NoError(t, err)
-	b, err := redisstore.New(other, rule, redisstore.WithClock(fake), freshPrefix("errs"))
+	b, err := redisstore.New(other, rule, redisstore.WithTestClock(fake), freshPrefix("errs"))
 	require.NoError(t, err)
 
 	assert.NoError(t, redisstore.AllowBatch(ctx, nil))
 	assert.ErrorIs(t, redisstore.AllowBatch(ctx, []redisstore.Call{{Limiter: a}, {}}), admit.ErrInvalidOption)
 	assert.ErrorIs(t, redisstore.AllowBatch(ctx, []redisstore.Call{{Limiter: a}, {Limiter: b}}), admit.ErrInvalidOption)
-	single, err := redisstore.New(scripterOnly{c}, rule, redisstore.WithClock(fake))
+	single, err := redisstore.New(scripterOnly{c}, rule, redisstore.WithTestClock(fake))
 	require.NoError(t, err)
 	err = redisstore.AllowBatch(ctx, []redisstore.Call{{Limiter: single, Key: "k", N: 1}})
 	assert.ErrorIs(t, err, admit.ErrInvalidOption)
@@ -121,7 +121,7 @@ func TestAllowBatchErrors(t *testing.T) {
 	// answer is cleared.
 	far := clock.NewFake()
 	far.Set(redisstore.MaxReading + 1)
-	out, err := redisstore.New(c, rule, redisstore.WithClock(far), freshPrefix("errs"))
+	out, err := redisstore.New(c, rule, redisstore.WithTestClock(far), freshPrefix("errs"))
 	require.NoError(t, err)
 	calls := []redisstore.Call{{Limiter: a, Key: "k", N: 1}, {Limiter: out, Key: "k", N: 1, Decision: admit.Decision{Allowed: true}}, {Limiter: a, Key: "k", N: 9}}
 	require.NoError(t, redisstore.AllowBatch(ctx, calls))

@@ -154,8 +154,8 @@ func TestCarryDifferential(t *testing.T) {
 				fake := clock.NewFake()
 				fake.Set(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start")))
 				prefix := freshPrefix("carry")
-				old = newCarrier(rt, c, oldLimits, rapid.SampledFrom([]admit.Carry{0, admit.CarryConsumed, admit.CarryProportional, admit.CarryNothing}).Draw(rt, "oldCarry"), redisstore.WithClock(fake), prefix)
-				cur = newCarrier(rt, c, newLimits, rapid.SampledFrom(carries).Draw(rt, "newCarry"), redisstore.WithClock(fake), prefix)
+				old = newCarrier(rt, c, oldLimits, rapid.SampledFrom([]admit.Carry{0, admit.CarryConsumed, admit.CarryProportional, admit.CarryNothing}).Draw(rt, "oldCarry"), redisstore.WithTestClock(fake), prefix)
+				cur = newCarrier(rt, c, newLimits, rapid.SampledFrom(carries).Draw(rt, "newCarry"), redisstore.WithTestClock(fake), prefix)
 				runCarryOps(rt, c, fake, old, cur, 80)
 				return
 			}
@@ -224,8 +224,8 @@ func TestCarryExactAtTheEdges(t *testing.T) {
 		move := func(to int64) { fake.Set(time.Duration(max(-redisstore.MaxReading, min(to, redisstore.MaxReading)))) }
 		move(rapid.OneOf(rapid.Int64Range(-redisstore.MaxReading, redisstore.MaxReading), rapid.Int64Range(-1000, 1000)).Draw(rt, "start"))
 		prefix := freshPrefix("carry-edge")
-		old := newCarrier(rt, c, oldLimits, rapid.SampledFrom(carries).Draw(rt, "oldCarry"), redisstore.WithClock(fake), prefix)
-		cur := newCarrier(rt, c, newLimits, rapid.SampledFrom(carries).Draw(rt, "newCarry"), redisstore.WithClock(fake), prefix)
+		old := newCarrier(rt, c, oldLimits, rapid.SampledFrom(carries).Draw(rt, "oldCarry"), redisstore.WithTestClock(fake), prefix)
+		cur := newCarrier(rt, c, newLimits, rapid.SampledFrom(carries).Draw(rt, "newCarry"), redisstore.WithTestClock(fake), prefix)
 		var w []int64
 		for _, r := range append(oldLimits.Rules(), newLimits.Rules()...) {
 			w = append(w, int64(r.Window))
@@ -298,8 +298,8 @@ func TestCarrySourceByRatio(t *testing.T) {
 		newLimits, err := admit.NewLimits(admit.Rule{Algorithm: admit.FixedWindow, Limit: 5, Window: tr.r})
 		require.NoError(t, err)
 		prefix := freshPrefix("ratio")
-		old := newCarrier(t, c, oldLimits, 0, redisstore.WithClock(fake), prefix)
-		cur := newCarrier(t, c, newLimits, admit.CarryConsumed, redisstore.WithClock(fake), prefix)
+		old := newCarrier(t, c, oldLimits, 0, redisstore.WithTestClock(fake), prefix)
+		cur := newCarrier(t, c, newLimits, admit.CarryConsumed, redisstore.WithTestClock(fake), prefix)
 		want := carryOracle{}
 		fake.Set(0)
 		want.check(t, c, old, "k", 0, 3, "spend")
@@ -369,9 +369,9 @@ func TestCarryRollingDeploy(t *testing.T) {
 		}},
 	} {
 		prefix := freshPrefix("deploy")
-		old, err := redisstore.New(c, admit.Rule{Algorithm: admit.FixedWindow, Limit: 10, Window: time.Minute}, redisstore.WithClock(fake), prefix, redisstore.WithCarry(tc.carry))
+		old, err := redisstore.New(c, admit.Rule{Algorithm: admit.FixedWindow, Limit: 10, Window: time.Minute}, redisstore.WithTestClock(fake), prefix, redisstore.WithCarry(tc.carry))
 		require.NoError(t, err)
-		cur, err := redisstore.New(c, admit.Rule{Algorithm: admit.FixedWindow, Limit: 5, Window: time.Minute}, redisstore.WithClock(fake), prefix, redisstore.WithCarry(tc.carry))
+		cur, err := redisstore.New(c, admit.Rule{Algorithm: admit.FixedWindow, Limit: 5, Window: time.Minute}, redisstore.WithTestClock(fake), prefix, redisstore.WithCarry(tc.carry))
 		require.NoError(t, err)
 		admitted := 0
 		for i, st := range tc.steps {
@@ -425,8 +425,8 @@ func TestCarryPingPongBound(t *testing.T) {
 		require.NoError(rt, err)
 		lb, err := admit.NewLimits(rb)
 		require.NoError(rt, err)
-		a := newCarrier(rt, c, la, carry, redisstore.WithClock(fake), prefix)
-		b := newCarrier(rt, c, lb, carry, redisstore.WithClock(fake), prefix)
+		a := newCarrier(rt, c, la, carry, redisstore.WithTestClock(fake), prefix)
+		b := newCarrier(rt, c, lb, carry, redisstore.WithTestClock(fake), prefix)
 		large := max(ra.Limit, rb.Limit)
 		want := carryOracle{}
 		admitted, conversions := 0, 0
@@ -478,8 +478,8 @@ func TestCarryFlipFlop(t *testing.T) {
 			fake := clock.NewFake()
 			fake.Set(5 * time.Hour)
 			prefix := freshPrefix("flipflop")
-			hi := newCarrier(t, c, hiLimits, carry, redisstore.WithClock(fake), prefix)
-			lo := newCarrier(t, c, loLimits, carry, redisstore.WithClock(fake), prefix)
+			hi := newCarrier(t, c, hiLimits, carry, redisstore.WithTestClock(fake), prefix)
+			lo := newCarrier(t, c, loLimits, carry, redisstore.WithTestClock(fake), prefix)
 			want := carryOracle{}
 			total, step := 0, 0
 			spend := func(by carrier) {
@@ -571,8 +571,8 @@ func TestCarrySlidingLogEntries(t *testing.T) {
 		{"fixed-window,5,1m", "sliding-log,6,10s", admit.CarryConsumed, []time.Duration{11500 * time.Millisecond, 11500 * time.Millisecond, 11500 * time.Millisecond, 11500 * time.Millisecond}},
 	} {
 		prefix := freshPrefix("log-entries")
-		old := newCarrier(t, c, mustLimits(t, tc.old), 0, redisstore.WithClock(fake), prefix)
-		cur := newCarrier(t, c, mustLimits(t, tc.new), tc.carry, redisstore.WithClock(fake), prefix)
+		old := newCarrier(t, c, mustLimits(t, tc.old), 0, redisstore.WithTestClock(fake), prefix)
+		cur := newCarrier(t, c, mustLimits(t, tc.new), tc.carry, redisstore.WithTestClock(fake), prefix)
 		want := carryOracle{}
 		for _, at := range []time.Duration{1 * s, 2 * s, 3 * s, 4 * s} {
 			fake.Set(at)
@@ -634,8 +634,8 @@ func TestCarryNothingStartsFresh(t *testing.T) {
 	for _, from := range texts {
 		for _, to := range []string{"fixed-window,5,1m", "sliding-log,5,1m", "sliding-counter,5,1m + sliding-log,6,1h"} {
 			prefix := freshPrefix("nothing")
-			old := newCarrier(t, c, mustLimits(t, from), 0, redisstore.WithClock(fake), prefix)
-			cur := newCarrier(t, c, mustLimits(t, to), admit.CarryNothing, redisstore.WithClock(fake), prefix)
+			old := newCarrier(t, c, mustLimits(t, from), 0, redisstore.WithTestClock(fake), prefix)
+			cur := newCarrier(t, c, mustLimits(t, to), admit.CarryNothing, redisstore.WithTestClock(fake), prefix)
 			for _, key := range []string{"probed", "admitted"} {
 				for range 3 {
 					_, err := old.l.Allow(ctx, key)
@@ -677,7 +677,7 @@ func TestCarryRefusesUnreadableKeys(t *testing.T) {
 	prefix := redisstore.WithPrefix("unreadable:")
 	var lims []*redisstore.Limiter
 	for _, text := range []string{"fixed-window,5,1m", "sliding-log,5,1m", "token-bucket,5,1s + sliding-log,5,1m"} {
-		l, err := redisstore.NewLimits(c, mustLimits(t, text), redisstore.WithClock(fake), prefix, redisstore.WithCarry(admit.CarryConsumed))
+		l, err := redisstore.NewLimits(c, mustLimits(t, text), redisstore.WithTestClock(fake), prefix, redisstore.WithCarry(admit.CarryConsumed))
 		require.NoError(t, err)
 		lims = append(lims, l)
 	}
@@ -752,7 +752,7 @@ func TestCarryUnits(t *testing.T) {
 	prefix := redisstore.WithPrefix("units:")
 	fake := clock.NewFake()
 	fake.Set(time.Hour)
-	ns, err := redisstore.New(c, rule, prefix, redisstore.WithClock(fake), redisstore.WithCarry(admit.CarryConsumed))
+	ns, err := redisstore.New(c, rule, prefix, redisstore.WithTestClock(fake), redisstore.WithCarry(admit.CarryConsumed))
 	require.NoError(t, err)
 	us, err := redisstore.New(c, rule, prefix, redisstore.WithCarry(admit.CarryConsumed))
 	require.NoError(t, err)
@@ -814,8 +814,8 @@ func TestCarryOutOfMemory(t *testing.T) {
 		{"sliding-log,10,1m + fixed-window,100,1h", "sliding-counter,5,1m"},
 	} {
 		prefix := freshPrefix("carry-oom")
-		old := newCarrier(t, c, mustLimits(t, p[0]), 0, redisstore.WithClock(fake), prefix)
-		cur := newCarrier(t, c, mustLimits(t, p[1]), admit.CarryConsumed, redisstore.WithClock(fake), prefix)
+		old := newCarrier(t, c, mustLimits(t, p[0]), 0, redisstore.WithTestClock(fake), prefix)
+		cur := newCarrier(t, c, mustLimits(t, p[1]), admit.CarryConsumed, redisstore.WithTestClock(fake), prefix)
 		for range 7 {
 			_, err := old.l.Allow(ctx, "k")
 			require.NoError(t, err)

@@ -40,7 +40,7 @@ func startCluster(t *testing.T) *redis.ClusterClient {
 	}
 	// The nodes learn of each other by gossip: wait until each says the
 	// cluster is whole.
-	require.Eventually(t, func() bool {
+	redistest.Await(t, "the cluster forms", func() bool {
 		for _, a := range admins {
 			info, err := a.ClusterInfo(ctx).Result()
 			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:3") {
@@ -48,7 +48,7 @@ func startCluster(t *testing.T) *redis.ClusterClient {
 			}
 		}
 		return true
-	}, time.Minute, 20*time.Millisecond, "the cluster forms")
+	})
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { require.NoError(t, cc.Close()) })
 	return cc
@@ -62,11 +62,11 @@ func TestCluster(t *testing.T) {
 	cc := startCluster(t)
 	ctx := context.Background()
 
-	l, err := redisstore.New(cc, admit.Rule{Algorithm: admit.SlidingLog, Limit: 5, Window: time.Minute}, redisstore.WithPrefix("cluster:"), redisstore.WithClock(clock.NewFake()))
+	l, err := redisstore.New(cc, admit.Rule{Algorithm: admit.SlidingLog, Limit: 5, Window: time.Minute}, redisstore.WithPrefix("cluster:"), redisstore.WithTestClock(clock.NewFake()))
 	require.NoError(t, err)
 	limits, err := admit.ParseLimits("sliding-log,5,1m + token-bucket,10,1s + fixed-window,100,1h")
 	require.NoError(t, err)
-	composite, err := redisstore.NewLimits(cc, limits, redisstore.WithPrefix("cluster-composite:"), redisstore.WithClock(clock.NewFake()))
+	composite, err := redisstore.NewLimits(cc, limits, redisstore.WithPrefix("cluster-composite:"), redisstore.WithTestClock(clock.NewFake()))
 	require.NoError(t, err)
 	for _, l := range []*redisstore.Limiter{l, composite} {
 		for _, key := range []string{"alice", "bob", "carol", "dave", "a}b", "{x}"} {
@@ -90,7 +90,7 @@ func TestCluster(t *testing.T) {
 		// A token bucket's Reset unlinks its hold with the state; a key with
 		// an empty hash tag, whose hold would be in another slot, is reset
 		// all the same.
-		tb, err := redisstore.New(cc, admit.Rule{Algorithm: admit.TokenBucket, Limit: 2, Window: time.Minute}, redisstore.WithPrefix("cluster-reset:"), redisstore.WithClock(clock.NewFake()))
+		tb, err := redisstore.New(cc, admit.Rule{Algorithm: admit.TokenBucket, Limit: 2, Window: time.Minute}, redisstore.WithPrefix("cluster-reset:"), redisstore.WithTestClock(clock.NewFake()))
 		require.NoError(t, err)
 		for _, key := range []string{"alice", "", "}x", "a}b"} {
 			d, err := tb.AllowN(ctx, key, 2)

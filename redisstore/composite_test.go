@@ -42,7 +42,7 @@ func runCompositeConformance(t *testing.T, client redis.Scripter) {
 		}
 		ropts := []redisstore.Option{freshPrefix("composite-conformance")}
 		if s.Clock != clock.System() {
-			ropts = append(ropts, redisstore.WithClock(s.Clock))
+			ropts = append(ropts, redisstore.WithTestClock(s.Clock))
 		}
 		l, err := redisstore.NewLimits(client, limits, ropts...)
 		if err != nil {
@@ -126,7 +126,7 @@ func runCompositeDifferential(t *testing.T, c redis.Scripter) {
 		}
 		fake := clock.NewFake()
 		fake.Set(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start")))
-		l, err := redisstore.NewLimits(c, limits, redisstore.WithClock(fake), freshPrefix("composite"))
+		l, err := redisstore.NewLimits(c, limits, redisstore.WithTestClock(fake), freshPrefix("composite"))
 		require.NoError(rt, err)
 		k, err := redisstore.NewKeyed(l, redisstore.Policy{Mode: redisstore.FailClosed, Timeout: time.Minute,
 			OnError: func(key string, err error) { rt.Errorf("key %q: %v", key, err) }})
@@ -204,7 +204,7 @@ func TestCompositeLogRing(t *testing.T) {
 	ctx := context.Background()
 	limits := mustLimits(t, "sliding-log,3,1s + fixed-window,100,1h")
 	fake := clock.NewFake()
-	l, err := redisstore.NewLimits(c, limits, redisstore.WithClock(fake), freshPrefix("ring"))
+	l, err := redisstore.NewLimits(c, limits, redisstore.WithTestClock(fake), freshPrefix("ring"))
 	require.NoError(t, err)
 	want := conformance.NewCompositeOracle(limits)
 	const ms = time.Millisecond
@@ -238,11 +238,11 @@ func TestNewLimitsOfOneRule(t *testing.T) {
 	for _, alg := range algorithms {
 		rule := admit.Rule{Algorithm: alg, Limit: 3, Window: time.Minute}
 		prefix := freshPrefix("one")
-		single, err := redisstore.New(c, rule, redisstore.WithClock(fake), prefix)
+		single, err := redisstore.New(c, rule, redisstore.WithTestClock(fake), prefix)
 		require.NoError(t, err)
 		limits, err := admit.NewLimits(rule)
 		require.NoError(t, err)
-		one, err := redisstore.NewLimits(c, limits, redisstore.WithClock(fake), prefix)
+		one, err := redisstore.NewLimits(c, limits, redisstore.WithTestClock(fake), prefix)
 		require.NoError(t, err)
 		assert.Equal(t, rule, one.Rule(), "%v", alg)
 		assert.Equal(t, limits, one.Limits(), "%v", alg)
@@ -377,7 +377,7 @@ func TestNewLimitsRefusesBadInput(t *testing.T) {
 func TestCompositeAnotherRulesKey(t *testing.T) {
 	c := newClient(t, redistest.Start(t))
 	ctx := context.Background()
-	fake := redisstore.WithClock(clock.NewFake())
+	fake := redisstore.WithTestClock(clock.NewFake())
 	prefix := redisstore.WithPrefix("shared:")
 	limits := mustLimits(t, "token-bucket,5,1s + sliding-log,10,1m")
 	a, err := redisstore.NewLimits(c, limits, fake, prefix)
@@ -421,9 +421,9 @@ func TestCompositeReset(t *testing.T) {
 	fake.Set(time.Hour)
 	limits := mustLimits(t, "sliding-log,3,1m + token-bucket,5,1h")
 	prefix := freshPrefix("reset")
-	l, err := redisstore.NewLimits(c, limits, redisstore.WithClock(fake), prefix)
+	l, err := redisstore.NewLimits(c, limits, redisstore.WithTestClock(fake), prefix)
 	require.NoError(t, err)
-	l2, err := redisstore.NewLimits(other, limits, redisstore.WithClock(fake), prefix)
+	l2, err := redisstore.NewLimits(other, limits, redisstore.WithTestClock(fake), prefix)
 	require.NoError(t, err)
 	want := conformance.NewCompositeOracle(limits)
 	now := fake.Now()
@@ -465,7 +465,7 @@ func TestCompositeExpiryIsLossless(t *testing.T) {
 		limits := drawLimits(rt)
 		fake := clock.NewFake()
 		fake.Set(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start")))
-		l, err := redisstore.NewLimits(c, limits, redisstore.WithClock(fake), freshPrefix("expiry"))
+		l, err := redisstore.NewLimits(c, limits, redisstore.WithTestClock(fake), freshPrefix("expiry"))
 		require.NoError(rt, err)
 		want := conformance.NewCompositeOracle(limits)
 		var windows []int64
@@ -524,7 +524,7 @@ func TestCompositeExactAtTheEdges(t *testing.T) {
 		fake := clock.NewFake()
 		move := func(to int64) { fake.Set(time.Duration(max(-redisstore.MaxReading, min(to, redisstore.MaxReading)))) }
 		move(rapid.OneOf(rapid.Int64Range(-redisstore.MaxReading, redisstore.MaxReading), rapid.Int64Range(-1000, 1000)).Draw(rt, "start"))
-		l, err := redisstore.NewLimits(c, limits, redisstore.WithClock(fake), freshPrefix("edge"))
+		l, err := redisstore.NewLimits(c, limits, redisstore.WithTestClock(fake), freshPrefix("edge"))
 		require.NoError(rt, err)
 		want := conformance.NewCompositeOracle(limits)
 		w := []int64{int64(a.Window), int64(b.Window)}
@@ -565,7 +565,7 @@ func TestCompositeOutOfMemory(t *testing.T) {
 	c := newClient(t, srv)
 	ctx := context.Background()
 	fake := clock.NewFake()
-	l, err := redisstore.NewLimits(c, mustLimits(t, "token-bucket,3,1s + sliding-log,3,1s"), redisstore.WithClock(fake), freshPrefix("oom"))
+	l, err := redisstore.NewLimits(c, mustLimits(t, "token-bucket,3,1s + sliding-log,3,1s"), redisstore.WithTestClock(fake), freshPrefix("oom"))
 	require.NoError(t, err)
 	for range 3 {
 		d, err := l.Allow(ctx, "full")
@@ -624,7 +624,7 @@ func TestCompositeSharedBudget(t *testing.T) {
 			fake.Set(time.Hour)
 			frozen := freshPrefix("frozen")
 			got := hammer(t, srv.Addr, 8, func(c *redis.Client) (*redisstore.Limiter, error) {
-				return redisstore.NewLimits(c, frozenLimits, redisstore.WithClock(fake), frozen)
+				return redisstore.NewLimits(c, frozenLimits, redisstore.WithTestClock(fake), frozen)
 			}, nil)
 			assert.Equal(t, 200, got, "fake clock, 8 connections")
 			limits := mustLimits(t, fmt.Sprintf(text, "24h"))
@@ -658,10 +658,10 @@ func TestCompositeKeyedWhenDown(t *testing.T) {
 	c := newClient(t, srv)
 	// Token intervals: 100 ms, then 3 s (the longest), then 1 s.
 	limits := mustLimits(t, "token-bucket,10,1s + fixed-window,20,1m + sliding-window,60,1m")
-	l, err := redisstore.NewLimits(c, limits, redisstore.WithClock(clock.NewFake()))
+	l, err := redisstore.NewLimits(c, limits, redisstore.WithTestClock(clock.NewFake()))
 	require.NoError(t, err)
 	newKeyed := func(mode redisstore.Mode, local admit.KeyedLimiter) *redisstore.Keyed {
-		k, err := redisstore.NewKeyed(l, redisstore.Policy{Mode: mode, Timeout: 200 * time.Millisecond, Local: local, Clock: clock.NewFake()})
+		k, err := redisstore.NewKeyed(l, redisstore.Policy{Mode: mode, Timeout: upTimeout, Local: local, Clock: clock.NewFake()})
 		require.NoError(t, err)
 		assert.Equal(t, limits, k.Limits())
 		return k
@@ -721,7 +721,7 @@ func TestCompositeMemoryPerKey(t *testing.T) {
 		"token-bucket,1000,1m + sliding-log,1000,1m",
 	} {
 		limits := mustLimits(t, text)
-		l, err := redisstore.NewLimits(c, limits, redisstore.WithClock(fake), redisstore.WithPrefix("mem-composite:"))
+		l, err := redisstore.NewLimits(c, limits, redisstore.WithTestClock(fake), redisstore.WithPrefix("mem-composite:"))
 		require.NoError(t, err)
 		for _, n := range []int{1, 100, 1000} {
 			key := fmt.Sprintf("user:%07d", n+len(text))

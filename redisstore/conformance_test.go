@@ -26,6 +26,21 @@ func newClient(t testing.TB, srv *redistest.Server) *redis.Client {
 	return c
 }
 
+// The deadlines of the tests' calls, chosen so that no test depends on how
+// fast the machine is.
+const (
+	// upTimeout is the Policy.Timeout of a Keyed limiter whose calls must
+	// come from Redis while the server runs: no loopback round trip comes
+	// near it, however busy the machine, and a call to a server that was
+	// stopped fails on its own (its connections refused) long before it.
+	upTimeout = time.Minute
+	// pausedTimeout is the Policy.Timeout (or the client's ReadTimeout) of
+	// a test that also pauses or freezes the server, so that a call ends
+	// only at its deadline: each such call costs the test that much real
+	// time, so it is shorter, yet 40 times the 50 ms these tests once had.
+	pausedTimeout = 2 * time.Second
+)
+
 var prefixSeq atomic.Int64
 
 // freshPrefix returns a key prefix no other limiter of this test binary uses.
@@ -53,7 +68,7 @@ func runConformance(t *testing.T, client redis.Scripter) {
 		}
 		ropts := []redisstore.Option{freshPrefix("conformance")}
 		if s.Clock != clock.System() {
-			ropts = append(ropts, redisstore.WithClock(s.Clock))
+			ropts = append(ropts, redisstore.WithTestClock(s.Clock))
 		}
 		l, err := redisstore.New(client, rule, ropts...)
 		if err != nil {

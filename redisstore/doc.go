@@ -52,7 +52,8 @@
 // or a Cluster's) loses the writes the old primary acknowledged but had not
 // yet passed on, and every admission lost that way is admitted again, above
 // the rule. [WithWaitReplicas] acknowledges an admission only once that
-// many replicas hold it (Redis's WAIT, in the same round trip), and reports
+// many replicas hold it (Redis's WAIT, a second round trip that only
+// admissions make), and reports
 // one they did not acknowledge in time as an error wrapping
 // [ErrNotReplicated]; docs/redis.md ("Failover") says what that does and
 // does not guarantee, and gives a Sentinel failover's measured figures.

@@ -71,7 +71,7 @@ func TestServerStops(t *testing.T) {
 			hook := new(askHook)
 			c := newClient(t, srv)
 			c.AddHook(hook)
-			l, err := redisstore.New(c, rule, redisstore.WithClock(fake))
+			l, err := redisstore.New(c, rule, redisstore.WithTestClock(fake))
 			require.NoError(t, err)
 			var local admit.KeyedLimiter
 			if mode == redisstore.FailLocal {
@@ -81,7 +81,7 @@ func TestServerStops(t *testing.T) {
 			}
 			errs := new(errorLog)
 			breakerClock := clock.NewFake()
-			k, err := redisstore.NewKeyed(l, redisstore.Policy{Mode: mode, Timeout: 200 * time.Millisecond, Local: local, OnError: errs.record, Clock: breakerClock})
+			k, err := redisstore.NewKeyed(l, redisstore.Policy{Mode: mode, Timeout: upTimeout, Local: local, OnError: errs.record, Clock: breakerClock})
 			require.NoError(t, err)
 
 			for i := range 3 {
@@ -122,7 +122,7 @@ func TestServerStops(t *testing.T) {
 			}
 
 			srv.Start()
-			require.Eventually(t, func() bool { return c.Ping(context.Background()).Err() == nil }, 30*time.Second, 10*time.Millisecond, "the client reconnects")
+			redistest.Await(t, "the client reconnects", func() bool { return c.Ping(context.Background()).Err() == nil })
 			sent = hook.asked.Load()
 			k.Allow("k")
 			assert.Equal(t, sent, hook.asked.Load(), "the circuit stays open until the backoff has passed")
@@ -149,11 +149,11 @@ func TestSlowServer(t *testing.T) {
 	c.AddHook(hook)
 	admin := newClient(t, srv)
 	ctx := context.Background()
-	l, err := redisstore.New(c, admit.Rule{Algorithm: admit.FixedWindow, Limit: 5, Window: time.Hour}, redisstore.WithClock(clock.NewFake()))
+	l, err := redisstore.New(c, admit.Rule{Algorithm: admit.FixedWindow, Limit: 5, Window: time.Hour}, redisstore.WithTestClock(clock.NewFake()))
 	require.NoError(t, err)
 	errs := new(errorLog)
 	breakerClock := clock.NewFake()
-	k, err := redisstore.NewKeyed(l, redisstore.Policy{Mode: redisstore.FailOpen, Timeout: 50 * time.Millisecond, Backoff: time.Second, Clock: breakerClock, OnError: errs.record})
+	k, err := redisstore.NewKeyed(l, redisstore.Policy{Mode: redisstore.FailOpen, Timeout: pausedTimeout, Backoff: time.Second, Clock: breakerClock, OnError: errs.record})
 	require.NoError(t, err)
 	require.True(t, k.Allow("k").Allowed)
 	require.Empty(t, errs.take())
@@ -191,7 +191,7 @@ func TestCircuitIgnoresKeyErrors(t *testing.T) {
 	hook := new(askHook)
 	c.AddHook(hook)
 	ctx := context.Background()
-	opts := []redisstore.Option{redisstore.WithPrefix("shared:"), redisstore.WithClock(clock.NewFake())}
+	opts := []redisstore.Option{redisstore.WithPrefix("shared:"), redisstore.WithTestClock(clock.NewFake())}
 	five, err := redisstore.New(c, admit.Rule{Algorithm: admit.TokenBucket, Limit: 5, Window: time.Second}, opts...)
 	require.NoError(t, err)
 	six, err := redisstore.New(c, admit.Rule{Algorithm: admit.TokenBucket, Limit: 6, Window: time.Second}, opts...)
@@ -256,7 +256,7 @@ func TestOutOfMemory(t *testing.T) {
 	lims := make([]*redisstore.Limiter, len(algorithms))
 	for i, alg := range algorithms {
 		var err error
-		lims[i], err = redisstore.New(c, admit.Rule{Algorithm: alg, Limit: 3, Window: time.Second}, redisstore.WithClock(fake), freshPrefix("oom"))
+		lims[i], err = redisstore.New(c, admit.Rule{Algorithm: alg, Limit: 3, Window: time.Second}, redisstore.WithTestClock(fake), freshPrefix("oom"))
 		require.NoError(t, err)
 		for range 3 {
 			d, err := lims[i].Allow(ctx, "full")

@@ -158,7 +158,7 @@ func NewKeyed(l *Limiter, policy Policy) (*Keyed, error) {
 	if l.wait != nil && policy.Timeout <= l.wait.timeout {
 		// Every admission waiting on a slow replica would end at the
 		// deadline, decided by the Mode, before WAIT could acknowledge it.
-		return nil, fmt.Errorf("%w: redisstore.Policy: Timeout %v is not longer than the limiter's WithWaitReplicas timeout, %v: a call would give up before the replicas acknowledge; choose a Timeout above %v plus a round trip", admit.ErrInvalidOption, policy.Timeout, l.wait.timeout, l.wait.timeout)
+		return nil, fmt.Errorf("%w: redisstore.Policy: Timeout %v is not longer than the limiter's WithWaitReplicas timeout, %v: a call would give up before the replicas acknowledge; choose a Timeout above %v plus the two round trips of an admission", admit.ErrInvalidOption, policy.Timeout, l.wait.timeout, l.wait.timeout)
 	}
 	switch {
 	case policy.Backoff < 0:

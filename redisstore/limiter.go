@@ -45,7 +45,8 @@ const DefaultPrefix = "admit:"
 // several enforced together on each key, a composite ([NewLimits]). Each
 // decision is one round trip: one Lua script that reads the key's state,
 // decides as the local kernels do, and writes the new state with a time to
-// live. It is safe for concurrent use.
+// live (an admission under [WithWaitReplicas] takes a second, for WAIT). It
+// is safe for concurrent use.
 type Limiter struct {
 	client    redis.Scripter
 	script    *redis.Script
@@ -93,6 +94,12 @@ type config struct {
 	carry    admit.Carry    // 0: a key of another rule is an error
 	observer admit.Observer // nil: no decision observed
 	wait     *waiter        // nil: no WAIT (WithWaitReplicas)
+
+	// slack is added to every key's time to live: evict.Slack, unless a
+	// test sets it (export_test.go), as a test whose fake clock stands
+	// while real time runs must, so that Redis, which expires keys on its
+	// own clock, never drops a state the fake clock still holds.
+	slack time.Duration
 }
 
 // WithPrefix sets the prefix of the limiter's Redis keys (default
@@ -247,7 +254,7 @@ func NewLimits(client redis.Scripter, limits admit.Limits, opts ...Option) (*Lim
 // newLimiter is New and NewLimits after their checks of client and limits,
 // which are valid.
 func newLimiter(client redis.Scripter, limits admit.Limits, opts []Option) (*Limiter, error) {
-	cfg := config{prefix: DefaultPrefix}
+	cfg := config{prefix: DefaultPrefix, slack: evict.Slack}
 	for i, opt := range opts {
 		if opt == nil {
 			return nil, fmt.Errorf("%w: redisstore option %d is nil", admit.ErrInvalidOption, i)
@@ -298,7 +305,7 @@ func newLimiter(client redis.Scripter, limits admit.Limits, opts []Option) (*Lim
 	if l.unit == time.Nanosecond {
 		tag = "ns:" + tag
 	}
-	l.fixed = []any{int64(time.Millisecond / l.unit), int64(evict.Slack / time.Millisecond), tag, carryLetter(cfg.carry)}
+	l.fixed = []any{int64(time.Millisecond / l.unit), int64(cfg.slack / time.Millisecond), tag, carryLetter(cfg.carry)}
 	if l.composite {
 		l.script = compositeScript
 		for i := range limits.Len() {
@@ -311,7 +318,7 @@ func newLimiter(client redis.Scripter, limits admit.Limits, opts []Option) (*Lim
 		if r.Algorithm == admit.SlidingLog {
 			l.script = slidingLogScript
 		} else {
-			l.script = ruleScript(r, int64(time.Millisecond/l.unit), int64(evict.Slack/time.Millisecond), tag, carryLetter(cfg.carry), int64(r.Window/l.unit))
+			l.script = ruleScript(r, int64(time.Millisecond/l.unit), int64(cfg.slack/time.Millisecond), tag, carryLetter(cfg.carry), int64(r.Window/l.unit))
 			l.own = true
 			if r.Algorithm == admit.TokenBucket {
 				l.tb = kernel.NewTokenBucket(admit.Rule{Algorithm: admit.TokenBucket, Limit: r.Limit, Window: r.Window / l.unit})
@@ -451,8 +458,8 @@ func (l *Limiter) allowNWhich(ctx context.Context, key string, n int) (admit.Dec
 	if err != nil {
 		return admit.Decision{}, 0, err
 	}
-	if l.wait != nil {
-		return l.allowAndWait(ctx, key, n, args)
+	if l.wait != nil && n > 0 && n <= l.limit {
+		return l.allowAndWait(ctx, key, n, args) // a probe writes nothing: no WAIT
 	}
 	return l.decision(l.script.Run(ctx, l.client, []string{l.Key(key)}, args...), key, n)
 }

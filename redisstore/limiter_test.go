@@ -301,7 +301,7 @@ func TestKeysAndTTL(t *testing.T) {
 func TestAnotherRulesKey(t *testing.T) {
 	c := newClient(t, redistest.Start(t))
 	ctx := context.Background()
-	opts := []redisstore.Option{redisstore.WithPrefix("shared:"), redisstore.WithClock(clock.NewFake())}
+	opts := []redisstore.Option{redisstore.WithPrefix("shared:"), redisstore.WithTestClock(clock.NewFake())}
 	a, err := redisstore.New(c, admit.Rule{Algorithm: admit.TokenBucket, Limit: 5, Window: time.Second}, opts...)
 	require.NoError(t, err)
 	b, err := redisstore.New(c, admit.Rule{Algorithm: admit.TokenBucket, Limit: 6, Window: time.Second}, opts...)
@@ -358,7 +358,7 @@ func TestServerTime(t *testing.T) {
 func TestClockRange(t *testing.T) {
 	c := newClient(t, redistest.Start(t))
 	fake := clock.NewFake()
-	l, err := redisstore.New(c, admit.Rule{Algorithm: admit.TokenBucket, Limit: 5, Window: time.Second}, redisstore.WithClock(fake), freshPrefix("range"))
+	l, err := redisstore.New(c, admit.Rule{Algorithm: admit.TokenBucket, Limit: 5, Window: time.Second}, redisstore.WithTestClock(fake), freshPrefix("range"))
 	require.NoError(t, err)
 	for _, at := range []time.Duration{redisstore.MaxReading, -redisstore.MaxReading} {
 		fake.Set(at)
@@ -406,7 +406,7 @@ func TestExactAtTheEdges(t *testing.T) {
 				fake := clock.NewFake()
 				move := func(to int64) { fake.Set(time.Duration(max(-redisstore.MaxReading, min(to, redisstore.MaxReading)))) }
 				move(rapid.OneOf(rapid.Int64Range(-redisstore.MaxReading, redisstore.MaxReading), rapid.Int64Range(-1000, 1000)).Draw(rt, "start"))
-				l, err := redisstore.New(c, rule, redisstore.WithClock(fake), freshPrefix("edge"))
+				l, err := redisstore.New(c, rule, redisstore.WithTestClock(fake), freshPrefix("edge"))
 				require.NoError(rt, err)
 				want := conformance.NewOracle(rule)
 				keys := []string{"a", "b"}
@@ -452,7 +452,7 @@ func TestExpiryIsLossless(t *testing.T) {
 				rule := admit.Rule{Algorithm: alg, Limit: limit, Window: time.Duration(rapid.Int64Range(int64(limit), int64(10*time.Second)).Draw(rt, "window"))}
 				fake := clock.NewFake()
 				fake.Set(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start")))
-				l, err := redisstore.New(c, rule, redisstore.WithClock(fake), freshPrefix("expiry"))
+				l, err := redisstore.New(c, rule, redisstore.WithTestClock(fake), freshPrefix("expiry"))
 				require.NoError(rt, err)
 				want := conformance.NewOracle(rule)
 				expires := map[string]time.Duration{}
@@ -501,7 +501,7 @@ func TestMemoryPerKey(t *testing.T) {
 	fake.Set(time.Hour)
 	for _, alg := range algorithms {
 		rule := admit.Rule{Algorithm: alg, Limit: 1000, Window: time.Minute}
-		l, err := redisstore.New(c, rule, redisstore.WithClock(fake), redisstore.WithPrefix("mem-"+alg.String()+":"))
+		l, err := redisstore.New(c, rule, redisstore.WithTestClock(fake), redisstore.WithPrefix("mem-"+alg.String()+":"))
 		require.NoError(t, err)
 		for _, n := range []int{1, 100} {
 			key := fmt.Sprintf("user:%07d", n)

@@ -120,7 +120,7 @@ func TestObserveLimiter(t *testing.T) {
 	ctx := context.Background()
 	fake := clock.NewFake()
 	obs := new(observer)
-	l, err := redisstore.New(c, admit.Rule{Algorithm: admit.FixedWindow, Limit: 3, Window: time.Minute}, redisstore.WithClock(fake), redisstore.WithPrefix("window:"), redisstore.WithObserver(obs))
+	l, err := redisstore.New(c, admit.Rule{Algorithm: admit.FixedWindow, Limit: 3, Window: time.Minute}, redisstore.WithTestClock(fake), redisstore.WithPrefix("window:"), redisstore.WithObserver(obs))
 	require.NoError(t, err)
 	inst := obs.only(t, admit.Labels{Source: "redis", Name: "window:", Limits: l.Limits()})
 
@@ -154,9 +154,9 @@ func TestObserveLimiter(t *testing.T) {
 	// Each call of a batch is counted on its own limiter's Instrument; a
 	// batch refused as a whole decides nothing and counts nothing.
 	other := new(observer)
-	m, err := redisstore.New(c, admit.Rule{Algorithm: admit.TokenBucket, Limit: 1, Window: time.Minute}, redisstore.WithClock(fake), redisstore.WithPrefix("bucket:"), redisstore.WithObserver(other))
+	m, err := redisstore.New(c, admit.Rule{Algorithm: admit.TokenBucket, Limit: 1, Window: time.Minute}, redisstore.WithTestClock(fake), redisstore.WithPrefix("bucket:"), redisstore.WithObserver(other))
 	require.NoError(t, err)
-	plain, err := redisstore.New(c, admit.Rule{Algorithm: admit.TokenBucket, Limit: 1, Window: time.Minute}, redisstore.WithClock(fake), redisstore.WithPrefix("plain:"))
+	plain, err := redisstore.New(c, admit.Rule{Algorithm: admit.TokenBucket, Limit: 1, Window: time.Minute}, redisstore.WithTestClock(fake), redisstore.WithPrefix("plain:"))
 	require.NoError(t, err)
 	otherInst := other.only(t, admit.Labels{Source: "redis", Name: "bucket:", Limits: m.Limits()})
 	calls := []redisstore.Call{{Limiter: l, Key: "k", N: 3}, {Limiter: m, Key: "k", N: 1}, {Limiter: plain, Key: "k", N: 1}, {Limiter: m, Key: "k", N: 1}, {Limiter: l, Key: "k", N: 4}}
@@ -183,12 +183,12 @@ func TestObserveLimiter(t *testing.T) {
 // which the paused server outlasts.
 func TestObserveNetworkTimeout(t *testing.T) {
 	srv := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 50 * time.Millisecond, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: pausedTimeout, MaxRetries: -1})
 	t.Cleanup(func() { require.NoError(t, c.Close()) })
 	admin := newClient(t, srv)
 	ctx := context.Background()
 	obs := new(observer)
-	l, err := redisstore.New(c, admit.Rule{Algorithm: admit.FixedWindow, Limit: 5, Window: time.Hour}, redisstore.WithClock(clock.NewFake()), redisstore.WithObserver(obs))
+	l, err := redisstore.New(c, admit.Rule{Algorithm: admit.FixedWindow, Limit: 5, Window: time.Hour}, redisstore.WithTestClock(clock.NewFake()), redisstore.WithObserver(obs))
 	require.NoError(t, err)
 	_, err = l.Allow(ctx, "k")
 	require.NoError(t, err)
@@ -216,7 +216,7 @@ func TestObserveKeyed(t *testing.T) {
 			ctx := context.Background()
 			fake := clock.NewFake()
 			obs := new(observer)
-			l, err := redisstore.New(c, admit.Rule{Algorithm: admit.FixedWindow, Limit: 3, Window: time.Hour}, redisstore.WithClock(fake), redisstore.WithPrefix("keyed:"), redisstore.WithObserver(obs))
+			l, err := redisstore.New(c, admit.Rule{Algorithm: admit.FixedWindow, Limit: 3, Window: time.Hour}, redisstore.WithTestClock(fake), redisstore.WithPrefix("keyed:"), redisstore.WithObserver(obs))
 			require.NoError(t, err)
 			var local admit.KeyedLimiter
 			if mode == redisstore.FailLocal {
@@ -225,7 +225,7 @@ func TestObserveKeyed(t *testing.T) {
 			}
 			errs := new(errorLog)
 			breakerClock := clock.NewFake()
-			k, err := redisstore.NewKeyed(l, redisstore.Policy{Mode: mode, Local: local, Timeout: 50 * time.Millisecond, Backoff: time.Second, Clock: breakerClock, OnError: errs.record})
+			k, err := redisstore.NewKeyed(l, redisstore.Policy{Mode: mode, Local: local, Timeout: pausedTimeout, Backoff: time.Second, Clock: breakerClock, OnError: errs.record})
 			require.NoError(t, err)
 			inst := obs.only(t, admit.Labels{Source: "redis", Name: "keyed:", Limits: l.Limits()})
 
@@ -271,7 +271,7 @@ func TestObserveTimed(t *testing.T) {
 	ctx := context.Background()
 	rule := admit.Rule{Algorithm: admit.TokenBucket, Limit: 2, Window: time.Hour}
 	timed := &observer{timed: true}
-	l, err := redisstore.New(c, rule, redisstore.WithClock(clock.NewFake()), redisstore.WithPrefix("timed:"), redisstore.WithObserver(timed))
+	l, err := redisstore.New(c, rule, redisstore.WithTestClock(clock.NewFake()), redisstore.WithPrefix("timed:"), redisstore.WithObserver(timed))
 	require.NoError(t, err)
 	inst := timed.only(t, admit.Labels{Source: "redis", Name: "timed:", Limits: l.Limits()})
 	for range 3 {
@@ -287,7 +287,7 @@ func TestObserveTimed(t *testing.T) {
 	assert.Equal(t, int64(7), inst.latencies.Load(), "every observation timed")
 
 	none := &observer{none: true}
-	l, err = redisstore.New(c, rule, redisstore.WithClock(clock.NewFake()), redisstore.WithPrefix("none:"), redisstore.WithObserver(none))
+	l, err = redisstore.New(c, rule, redisstore.WithTestClock(clock.NewFake()), redisstore.WithPrefix("none:"), redisstore.WithObserver(none))
 	require.NoError(t, err)
 	require.Len(t, none.asked, 1)
 	d, err := l.Allow(ctx, "k")

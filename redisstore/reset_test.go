@@ -38,9 +38,9 @@ func TestReset(t *testing.T) {
 				if via == "script" {
 					client = scripterOnly{c}
 				}
-				l, err := redisstore.New(client, rule, redisstore.WithClock(fake), prefix)
+				l, err := redisstore.New(client, rule, redisstore.WithTestClock(fake), prefix)
 				require.NoError(t, err)
-				l2, err := redisstore.New(other, rule, redisstore.WithClock(fake), prefix)
+				l2, err := redisstore.New(other, rule, redisstore.WithTestClock(fake), prefix)
 				require.NoError(t, err)
 				want := conformance.NewOracle(rule)
 				now := fake.Now()

@@ -42,7 +42,7 @@ func parseBook(t testing.TB, text string) *policy.Book {
 func newService(t testing.TB, c redis.Scripter, text, base string, fake *clock.Fake, opts ...redisstore.Option) *policy.Service {
 	t.Helper()
 	s, err := redisstore.NewService(c, parseBook(t, text), servicePolicy,
-		append([]redisstore.Option{redisstore.WithPrefix(base), redisstore.WithClock(fake)}, opts...)...)
+		append([]redisstore.Option{redisstore.WithPrefix(base), redisstore.WithTestClock(fake)}, opts...)...)
 	require.NoError(t, err)
 	return s
 }
@@ -261,7 +261,7 @@ func TestServiceReset(t *testing.T) {
 	err := s.Reset("u", "/a")
 	assert.ErrorIs(t, err, admit.ErrUnsupported)
 	assert.ErrorContains(t, err, "has no Reset")
-	l, err := redisstore.New(c, admit.Rule{Algorithm: admit.FixedWindow, Limit: 3, Window: time.Hour}, redisstore.WithPrefix(base+"/a:"), redisstore.WithClock(fake))
+	l, err := redisstore.New(c, admit.Rule{Algorithm: admit.FixedWindow, Limit: 3, Window: time.Hour}, redisstore.WithPrefix(base+"/a:"), redisstore.WithTestClock(fake))
 	require.NoError(t, err)
 	require.NoError(t, l.Reset(context.Background(), "u"))
 	assert.Equal(t, 3, left(s, "u", "/a"))
@@ -317,7 +317,7 @@ func TestServiceOnErrorNamesTheAPI(t *testing.T) {
 		defer mu.Unlock()
 		errs = append(errs, key+": "+err.Error())
 	}
-	s, err := redisstore.NewService(c, parseBook(t, "default = fixed-window,2,1h\n"), p, redisstore.WithPrefix(base), redisstore.WithClock(clock.NewFake()))
+	s, err := redisstore.NewService(c, parseBook(t, "default = fixed-window,2,1h\n"), p, redisstore.WithPrefix(base), redisstore.WithTestClock(clock.NewFake()))
 	require.NoError(t, err)
 	require.NoError(t, c.Set(context.Background(), base+"/a:{u}", "not a state", 0).Err())
 	assert.Equal(t, admit.Decision{Limit: 2, RetryAfter: 30 * time.Minute}, s.Check("u", "/a"), "fail-closed")

@@ -89,7 +89,7 @@ func TestSharedBudget(t *testing.T) {
 			frozenRule := admit.Rule{Algorithm: alg, Limit: limit, Window: time.Hour} // nanoseconds: a day is beyond 2^52 / 200
 			frozen := freshPrefix("frozen")
 			got := hammer(t, srv.Addr, 8, func(c *redis.Client) (*redisstore.Limiter, error) {
-				return redisstore.New(c, frozenRule, redisstore.WithClock(fake), frozen)
+				return redisstore.New(c, frozenRule, redisstore.WithTestClock(fake), frozen)
 			}, nil)
 			assert.Equal(t, limit, got, "fake clock, 8 connections")
 			server := freshPrefix("server")
@@ -219,7 +219,7 @@ func TestHelperProcess(t *testing.T) {
 		fake := clock.NewFake()
 		fake.Set(time.Hour)
 		rule.Window = time.Hour
-		opts = append(opts, redisstore.WithClock(fake))
+		opts = append(opts, redisstore.WithTestClock(fake))
 	}
 	got := hammer(t, parts[0], 4, func(c *redis.Client) (*redisstore.Limiter, error) {
 		return redisstore.New(c, rule, opts...)

@@ -27,17 +27,19 @@ type waiter struct {
 }
 
 // WithWaitReplicas makes the limiter acknowledge an admission only once
-// replicas replicas of the primary have it: Redis's WAIT, sent behind each
-// decision's script on the same connection, in the same round trip (Redis
-// refuses to block in a script, so WAIT cannot be inside it). When fewer
+// replicas replicas of the primary have it: Redis's WAIT, sent after the
+// decision's script, on the same connection, when the script admitted: a
+// second round trip for admissions alone (Redis refuses to block in a
+// script, so WAIT cannot be inside it). When fewer
 // than replicas acknowledge within timeout, or WAIT fails, the admission is
 // reported as an error wrapping [ErrNotReplicated], with a zero Decision,
 // never as an admission; [Keyed] then decides by its Policy: denied when
 // FailClosed, admitted when FailOpen (which, as when Redis is down, trades
 // this guarantee for availability: while no replica acknowledges, every
 // admission is the Policy's), decided by Local when FailLocal. Denials and
-// probes (n = 0) are answered as usual, whatever the replicas acknowledge:
-// they admit nothing that a failover could lose.
+// probes (n = 0) write nothing, send no WAIT and are answered at once,
+// whatever the replicas acknowledge: they admit nothing that a failover
+// could lose.
 //
 // What it guarantees: every admission AllowN returns without an error is
 // held by at least replicas replicas when it returns (WAIT returns the
@@ -64,10 +66,12 @@ type waiter struct {
 // does not order anything either: a decision on the primary is made on the
 // state the primary holds, acknowledged or not.
 //
-// Its cost is the replicas' acknowledgement: the primary asks them at once
-// (REPLCONF GETACK), so on a healthy network an admission takes one round
-// trip from the primary to its replicas longer (BenchmarkWaitReplicas;
-// docs/redis.md, "Failover", gives its figures). While fewer than replicas
+// Its cost falls on admissions alone: a second round trip to the primary,
+// for WAIT, and the replicas' acknowledgement, for which the primary asks
+// them at once (REPLCONF GETACK), so on a healthy network an admission
+// takes two round trips, one of them longer by a round trip from the
+// primary to its replicas (BenchmarkWaitReplicas; docs/redis.md,
+// "Failover", gives its figures). While fewer than replicas
 // replicas are connected, every admission waits the whole timeout and
 // fails: a failover to the only replica leaves a primary with none, which
 // refuses every admission until a replica follows it again. So choose replicas no larger than the
@@ -78,8 +82,9 @@ type waiter struct {
 //
 // It needs a *redis.Client, such as go-redis's redis.NewFailoverClient for
 // Sentinel returns: [New] refuses other clients with an error wrapping
-// [admit.ErrUnsupported] (a cluster's or ring's pipeline would send WAIT
-// to a node of its choosing, not to the script's connection). replicas
+// [admit.ErrUnsupported] (WAIT must follow the script on the script's own
+// connection, and of go-redis's clients only a *redis.Client lends one
+// out, by its Conn method). replicas
 // must be at least 1 and timeout a whole number of milliseconds, at least
 // one (WAIT counts milliseconds, and 0 would wait forever); otherwise the
 // error wraps [admit.ErrInvalidOption].
@@ -104,7 +109,7 @@ func (w *waiter) check(client redis.Scripter) error {
 	}
 	c, ok := client.(*redis.Client)
 	if !ok {
-		return fmt.Errorf("%w: redisstore.WithWaitReplicas needs a *redis.Client (redis.NewClient, or redis.NewFailoverClient for Sentinel), not a %T, whose pipeline would send WAIT to another connection than the script's", admit.ErrUnsupported, client)
+		return fmt.Errorf("%w: redisstore.WithWaitReplicas needs a *redis.Client (redis.NewClient, or redis.NewFailoverClient for Sentinel), not a %T, which cannot send WAIT on the script's own connection", admit.ErrUnsupported, client)
 	}
 	if rt := c.Options().ReadTimeout; rt > 0 && w.timeout >= rt {
 		return fmt.Errorf("%w: redisstore.WithWaitReplicas(%d, %v): the client's ReadTimeout, %v, would end the call before WAIT's timeout; choose a shorter timeout", admit.ErrInvalidOption, w.replicas, w.timeout, rt)
@@ -112,25 +117,29 @@ func (w *waiter) check(client redis.Scripter) error {
 	return nil
 }
 
-// allowAndWait is allowNWhich for a limiter with WithWaitReplicas: it
-// sends the script, then WAIT, in one pipeline on one connection, and
-// returns the script's Decision unless it is an admission that fewer than
-// the wanted replicas acknowledged. args are the script's arguments, from
-// l.args(n). It requires l.wait != nil and l.client a *redis.Client, which
-// newLimiter checked.
+// allowAndWait is allowNWhich for a limiter with WithWaitReplicas and a
+// request that may be admitted (0 < n <= l.limit): it runs the script on a
+// connection of its own and, only if the script admitted, sends WAIT on that
+// connection, a second round trip. A denial writes nothing and is returned
+// at once: a WAIT behind it would wait for the connection's earlier writes,
+// the whole timeout when one of them was never acknowledged. WAIT counts
+// the writes of the connection it is sent on, so the script and WAIT must
+// share one: a pooled client's next command may take another. args are the
+// script's arguments, from l.args(n). It requires l.client a *redis.Client,
+// which newLimiter checked.
 func (l *Limiter) allowAndWait(ctx context.Context, key string, n int, args []any) (admit.Decision, int, error) {
-	client := l.client.(*redis.Client)
-	keys := []string{l.Key(key)}
-	cmd, acked := l.sendAndWait(ctx, client, false, keys, args)
-	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		// The server has lost the script: EVAL loads it. WAIT found
-		// nothing new to wait for in the first round trip.
-		cmd, acked = l.sendAndWait(ctx, client, true, keys, args)
+	conn := l.client.(*redis.Client).Conn()
+	defer conn.Close() // back to the client's pool
+	// Run sends EVALSHA, and EVAL when the server has lost the script.
+	d, which, err := l.decision(l.script.Run(ctx, conn, []string{l.Key(key)}, args...), key, n)
+	if err != nil || !d.Allowed {
+		return d, which, err // a denial wrote nothing to acknowledge
 	}
-	d, which, err := l.decision(cmd, key, n)
-	if err != nil || !d.Allowed || n <= 0 {
-		return d, which, err // a denial or a probe wrote nothing to acknowledge
-	}
+	// Built as Conn.Wait builds it, but read within the client's
+	// ReadTimeout, which the timeout is under (check), not Conn.Wait's
+	// timeout + 10 s.
+	acked := redis.NewIntCmd(ctx, "wait", l.wait.replicas, l.wait.timeout.Milliseconds())
+	_ = conn.Process(ctx, acked)
 	got, err := acked.Result()
 	switch {
 	case err != nil:
@@ -139,22 +148,4 @@ func (l *Limiter) allowAndWait(ctx context.Context, key string, n int, args []an
 		return admit.Decision{}, 0, fmt.Errorf("redisstore: %s, key %q: admitted and written on the primary, but %d of the %d replicas wanted acknowledged it within %v: %w", l.name, key, got, l.wait.replicas, l.wait.timeout, ErrNotReplicated)
 	}
 	return d, which, nil
-}
-
-// sendAndWait sends the script (EVALSHA, or EVAL if eval) and WAIT in one
-// pipeline, and returns their commands, whatever their errors.
-func (l *Limiter) sendAndWait(ctx context.Context, client *redis.Client, eval bool, keys []string, args []any) (*redis.Cmd, *redis.IntCmd) {
-	pipe := client.Pipeline()
-	var cmd *redis.Cmd
-	if eval {
-		cmd = l.script.Eval(ctx, pipe, keys, args...)
-	} else {
-		cmd = l.script.EvalSha(ctx, pipe, keys, args...)
-	}
-	// Pipeliner has no Wait method (go-redis keeps blocking commands out of
-	// pipelines): the command is built as Client.Wait builds it.
-	acked := redis.NewIntCmd(ctx, "wait", l.wait.replicas, l.wait.timeout.Milliseconds())
-	_ = pipe.Process(ctx, acked)
-	_, _ = pipe.Exec(ctx) // each command carries its own error
-	return cmd, acked
 }

@@ -110,17 +110,25 @@ func (s *Server) Start() {
 		}
 		ready <- fmt.Errorf("exited before it was ready:\n%s", logged.String())
 	}()
+	// No deadline of its own: a busy machine may take long to start it.
+	// Only the test binary's deadline ends the wait (see Await).
+	var giveUp <-chan time.Time
+	if stop, bounded := awaitStop(s.t); bounded {
+		timer := time.NewTimer(time.Until(stop))
+		defer timer.Stop()
+		giveUp = timer.C
+	}
 	select {
 	case err := <-ready:
 		if err != nil {
 			_ = cmd.Wait()
 			s.t.Fatalf("redistest: redis-server on %s %v", s.Addr, err)
 		}
-	case <-time.After(30 * time.Second):
+	case <-giveUp:
 		_ = cmd.Process.Kill()
 		err := <-ready // the log ends with the process
 		_ = cmd.Wait()
-		s.t.Fatalf("redistest: redis-server on %s not ready after 30s, %v", s.Addr, err)
+		s.t.Fatalf("redistest: redis-server on %s not ready close to the test binary's deadline, %v", s.Addr, err)
 	}
 	s.cmd = cmd
 }

@@ -107,18 +107,14 @@ sentinel parallel-syncs %s 1
 		close(s.done)
 	}()
 	t.Cleanup(s.stop)
-	deadline := time.Now().Add(30 * time.Second)
-	for !ping(s.Addr) {
+	Await(t, "redis-sentinel on "+s.Addr+" answering", func() bool {
 		select {
 		case <-s.done:
 			t.Fatalf("redistest: redis-sentinel on %s exited before it answered:\n%s", s.Addr, s.Log())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redistest: redis-sentinel on %s not answering after 30s:\n%s", s.Addr, s.Log())
-		}
-		time.Sleep(10 * time.Millisecond) // polling another process, not ordering events
-	}
+		return ping(s.Addr)
+	})
 	return s
 }
 
