@@ -184,3 +184,67 @@ func TestWindowWordsHoldCarriedCounts(t *testing.T) {
 	require.Equal(t, st, sp.Unpack(sp.Pack(st)))
 	require.GreaterOrEqual(t, sp.cb, uint(21), "an hour's window leaves each count 21 bits")
 }
+
+// TestSlidingCounterPastLimit holds the sliding counter to the reference
+// model on the states only a change of limits makes: counts past the Limit
+// (up to 2^31, what Convert carries at most), in the current window or,
+// once it rolls, the previous one, with windows up to 2^61 ns whatever
+// their divisor. Every Decision must be the model's, and AllowOne must
+// decline or agree with Decide. A probe of a previous window past the
+// Limit once found Remaining = Limit: the count weighed more than the
+// whole budget, and the divider, exact only for a dividend >= 0, was given
+// the negative remainder (redisstore, which divides with floor, said 0).
+func TestSlidingCounterPastLimit(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		limit := rapid.OneOf(rapid.IntRange(1, 12), rapid.SampledFrom([]int{1000, 1 << 20, admit.MaxLimit})).Draw(rt, "limit")
+		l := int64(limit)
+		hi := min(int64(1)<<61, admit.MaxLimitTimesWindow/l)
+		w := rapid.OneOf(
+			rapid.Int64Range(l, max(l, min(hi, 1000))),
+			rapid.Int64Range(l, hi),
+			rapid.Just(hi),
+			rapid.SampledFrom([]int64{12, 24, 162, 1 << 10, int64(time.Hour)}),
+		).Draw(rt, "window")
+		w = max(l, min(w, hi))
+		r := sc(limit, time.Duration(w))
+		k := NewSlidingCounter(r)
+		const bound = int64(1) << 60 // keeps the model's (window+2)×W within an int64
+		now := rapid.Int64Range(-bound, bound).Draw(rt, "start")
+		count := func(label string) int64 {
+			return rapid.OneOf(
+				rapid.Int64Range(0, l),
+				rapid.Int64Range(l+1, 4*l+4),
+				rapid.Int64Range(0, 1<<31),
+			).Draw(rt, label)
+		}
+		s := SlidingCounterState{Window: k.Index(time.Duration(now)) + rapid.Int64Range(-1, 1).Draw(rt, "shift"), Prev: count("prev"), Curr: count("curr")}
+		m := &refSlidingCounter{limit: l, window: w, counts: map[int64]int64{s.Window - 1: s.Prev, s.Window: s.Curr}, admitted: s != SlidingCounterState{Window: s.Window}, top: s.Window}
+		for i := range rapid.IntRange(1, 8).Draw(rt, "calls") {
+			if i > 0 {
+				switch rapid.IntRange(0, 3).Draw(rt, "move") {
+				case 1:
+					now += rapid.Int64Range(0, 10).Draw(rt, "nudge")
+				case 2:
+					now += rapid.Int64Range(0, 2*w).Draw(rt, "advance")
+				case 3:
+					now -= rapid.Int64Range(0, 2*w).Draw(rt, "back")
+				}
+				now = max(-bound, min(now, bound))
+			}
+			n := drawN(rt, limit, "n")
+			if n == 1 {
+				one := s
+				want := s
+				v, ok := k.AllowOne(&one, time.Duration(now))
+				if wantV := k.Decide(&want, time.Duration(now), 1); ok && (v != wantV || one != want) {
+					rt.Fatalf("call %d: %v AllowOne(%+v, t=%d) = %+v, %+v; Decide: %+v, %+v", i, r, s, now, v, one, wantV, want)
+				}
+			}
+			before := s
+			got, want := k.Allow(&s, time.Duration(now), n), m.Allow(time.Duration(now), n)
+			if got != want {
+				rt.Fatalf("call %d: %v on %+v AllowN(t=%d, %d) = %s, reference model %s", i, r, before, now, n, fmtDecision(got), fmtDecision(want))
+			}
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"math/bits"
 	"time"
 
 	"github.com/admit-go/admit"
@@ -65,13 +66,17 @@ func (k *SlidingCounter) current(s *SlidingCounterState, now int64) (idx, elapse
 	return idx, elapsed, 0, 0
 }
 
-// fits reports whether n more pass with counts prev and curr at elapsed.
+// fits reports whether n more pass with counts prev and curr at elapsed:
+// prev×(W-elapsed) <= (limit-curr-n)×W. The right side is at most
+// limit×window <= 2^62; the left one is taken in 128 bits, since a count
+// carried past the Limit by a change of limits (Convert: up to 2^31) times
+// the window can pass 2^64, and wrapped it would admit.
 func (k *SlidingCounter) fits(elapsed, prev, curr, n int64) bool {
 	if curr+n > k.limit {
 		return false
 	}
-	// Both products are at most limit×window <= 2^62, so the sum fits a uint64.
-	return uint64(prev)*uint64(k.window-elapsed)+uint64(curr+n)*uint64(k.window) <= uint64(k.limit)*uint64(k.window)
+	hi, used := bits.Mul64(uint64(prev), uint64(k.window-elapsed))
+	return hi == 0 && used <= uint64((k.limit-curr-n)*k.window)
 }
 
 // Allow implements [Kernel].
@@ -101,13 +106,27 @@ func (k *SlidingCounter) Decide(s *SlidingCounterState, now time.Duration, n int
 		curr += int64(n)
 		*s = SlidingCounterState{Window: idx, Prev: prev, Curr: curr}
 	}
-	// Remaining: the largest m with prev×(W-elapsed) + (curr+m)×W <= limit×W.
-	room := k.perWindow.div(k.limit*k.window - prev*(k.window-elapsed))
 	return Verdict{
 		Allowed:    true,
-		Remaining:  int(max(0, min(room-curr, k.limit))),
+		Remaining:  k.remaining(elapsed, prev, curr),
 		ResetAfter: time.Duration(k.untilIdle(start, prev, curr, int64(now))),
 	}
+}
+
+// remaining returns how many more single requests pass with counts prev and
+// curr at elapsed: the largest m with prev×(W-elapsed) + (curr+m)×W <=
+// limit×W, at least 0 and at most limit. A count carried past the Limit by a
+// change of limits (Convert) can weigh more than the whole budget: then
+// prev×(W-elapsed), which may exceed 2^64, leaves no room, and the
+// remainder is not divided (the divider is exact only for a dividend >= 0).
+func (k *SlidingCounter) remaining(elapsed, prev, curr int64) int {
+	hi, used := bits.Mul64(uint64(prev), uint64(k.window-elapsed))
+	budget := uint64(k.limit * k.window) // <= 2^62
+	if hi != 0 || used > budget {
+		return 0
+	}
+	room := k.perWindow.div(int64(budget - used))
+	return int(max(0, min(room-curr, k.limit)))
 }
 
 // earliest returns the earliest time at which n (0 < n <= limit) would pass,
