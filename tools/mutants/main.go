@@ -43,6 +43,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -90,6 +91,7 @@ func main() {
 	modes := flag.String("modes", "short,full", "comma-separated modes: short (-test.short), full")
 	run := flag.String("run", "", "-test.run of every run (default: the whole package)")
 	skip := flag.String("skip", "", "-test.skip of every run")
+	verbose := flag.Bool("v", false, "print the end of each failing run's output")
 	failfast := flag.Bool("failfast", true, "stop a run at its first failing test (the verdict is the same, sooner)")
 	flag.Parse()
 
@@ -134,6 +136,7 @@ func main() {
 		}
 		for _, mode := range strings.Split(*modes, ",") {
 			caught, failed := 0, map[string]int{}
+			var took []time.Duration
 			for range *runs {
 				args := []string{"-test.count=1", "-test.timeout=15m"}
 				if mode == "short" {
@@ -150,14 +153,20 @@ func main() {
 				}
 				cmd := exec.Command(bin, args...)
 				cmd.Dir = "stress"
+				t0 := time.Now()
 				out, err := cmd.CombinedOutput()
+				took = append(took, time.Since(t0).Round(100*time.Millisecond))
 				if err != nil {
 					caught++
 					failed[firstFail(out)]++
+					if *verbose {
+						fmt.Printf("  run %d failed after %v:\n%s\n", len(took), took[len(took)-1], lastLines(out, 6))
+					}
 				}
 			}
 			load, _ := os.ReadFile("/proc/loadavg")
-			fmt.Printf("%-50s %-5s %2d/%-2d  %s  (%s, load %s)\n", s.id, mode, caught, *runs, summary(failed), time.Now().UTC().Format("15:04"), strings.Fields(string(load))[0])
+			slices.Sort(took)
+			fmt.Printf("%-50s %-5s %2d/%-2d  %s  (%s, load %s, runs took %v to %v)\n", s.id, mode, caught, *runs, summary(failed), time.Now().UTC().Format("15:04"), strings.Fields(string(load))[0], took[0], took[len(took)-1])
 		}
 	}
 }
@@ -336,6 +345,12 @@ func firstFail(out []byte) string {
 		return "panic"
 	}
 	return "?"
+}
+
+// lastLines returns the last n lines of out.
+func lastLines(out []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 func summary(m map[string]int) string {
