@@ -57,8 +57,8 @@ modules:
 		(cd $$m && $(GO) test -race -count=1 -timeout 10m ./... && $(GO) test -count=1 -run Alloc ./...) || exit 1; \
 	done
 
-## stress-short: the stress harness in short mode (about 15 s on 2 cores, and
-## about 11 s more for TestLostUpdate; longer on a busy machine).
+## stress-short: the stress harness in short mode (about 30 s on 2 cores,
+## TestLostUpdate about 9 s of it; longer on a busy machine).
 stress-short:
 	$(GO) test -race -short -count=1 -timeout 5m ./stress
 
