@@ -77,7 +77,8 @@ test-go127:
 		(cd $$m && $(GO) test -count=1 -timeout 10m ./...) || exit 1; \
 	done
 
-## stress-short: the stress harness in short mode (about 15 s on 2 cores).
+## stress-short: the stress harness in short mode (about 30 s on 2 cores,
+## TestLostUpdate about 9 s of it; longer on a busy machine).
 stress-short:
 	$(GO) test -race -short -count=1 -timeout 5m ./stress
 

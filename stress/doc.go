@@ -72,6 +72,18 @@
 // admissions, and every successful cancellation must be the first of its
 // reservation, on its key, before any call saw its tokens due.
 //
+// TestLostUpdate finds a lost update without the tag: in atomic and
+// sharded, for every form of state and every path (Allow, AllowN,
+// ReserveN, reservations mixed with Allow), it hammers one fresh state per
+// round on a frozen clock from goroutines (GOMAXPROCS at least 2) that
+// start from a spin barrier and keep within a few calls of each other, and
+// requires exact conservation: what they were admitted, plus what one
+// goroutine is admitted after them, equals what one goroutine alone gets.
+// Its rounds go on, within a bound, until enough calls overlapped another.
+// tools/mutants plants a Store in place of each compare-and-swap of atomic
+// and internal/table and counts how often the package catches it
+// (docs/stress.md).
+//
 // TestSelfTest runs the same harness on deliberately broken limiters kept in
 // the test code (a token bucket publishing with Store instead of CAS, a fixed
 // window that a stale reading resets backwards, a store whose sweeper deletes
