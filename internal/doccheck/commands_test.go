@@ -44,6 +44,8 @@ var rules = []rule{
 	{re: regexp.MustCompile(`^make (bench|bench-quick|bench-instr|bench-cache|bench-redis)$`), skip: "takes minutes and rewrites bench/results and docs (make test runs every benchmark once)"},
 	{re: regexp.MustCompile(`^make fuzz$`), skip: "fuzzes for a minute per target"},
 	{re: regexp.MustCompile(`^make mutate$`), skip: "mutation testing runs the core packages' tests once per mutant, for many minutes"},
+	{re: regexp.MustCompile(`^go run \./tools/mutants -list$`)},
+	{re: regexp.MustCompile(`^go run \./tools/mutants( |$)`), skip: "builds the race-enabled stress test binary once per mutant and runs it many times, for many minutes"},
 	{re: regexp.MustCompile(`^make lint$`), skip: "vets twice more, for 386 too: run it before a commit"},
 	{re: regexp.MustCompile(`^go test -run '\^\$' -bench \w+ -benchtime 1x \./\w+/?$`)},
 	{re: regexp.MustCompile(`^cd examples/httpserver && go run \.`), skip: "starts a server that runs until interrupted (make modules runs its tests)"},
