@@ -80,6 +80,10 @@
 // requires exact conservation: what they were admitted, plus what one
 // goroutine is admitted after them, equals what one goroutine alone gets.
 // Its rounds go on, within a bound, until enough calls overlapped another.
+// TestLostUpdateHeld races a reservation that must wait, and so holds the
+// bucket, with Allow calls taking its last tokens, in many small rounds,
+// and requires that a final reservation waits exactly as long as after as
+// many tokens taken by one goroutine.
 // tools/mutants plants a Store in place of each compare-and-swap of atomic
 // and internal/table and counts how often the package catches it
 // (docs/stress.md).

@@ -443,3 +443,128 @@ func (b *spinBarrier) wait() {
 	for !b.open.Load() {
 	}
 }
+
+// TestLostUpdateHeld hunts the Load+Store mutant of the compare-and-swap
+// that holds a token bucket for a reservation that must wait (the cell's
+// value swapped for the held value, under the record's mutex, while
+// lock-free admissions may publish). TestLostUpdate cannot: its
+// reservations wait only once the bucket is empty, and then no lock-free
+// call publishes anything. Here, per round, one goroutine calls Allow and
+// the other ReserveN(luHeldN, luHeldN tokens' wait) on a fresh bucket of
+// luHeldBurst tokens at a frozen reading: the reservations take luHeldN
+// tokens each until fewer are left, and the first that must wait then
+// holds the bucket while the Allow goroutine may still be taking the last
+// tokens. A hold published over such an admission forgets it.
+//
+// The oracle is exact: at a frozen reading a token bucket's state after
+// admissions and reservations (refused calls change nothing) is a function
+// of how many tokens they took, so a reservation that may wait as long as
+// it needs must then wait exactly as long as after as many one-token
+// reservations on a fresh state (luCheckDebt). Rounds are short and many,
+// counted in rounds, never in time.
+func TestLostUpdateHeld(t *testing.T) {
+	procs := max(runtime.GOMAXPROCS(0), 2)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+	limits := mustLimits(fmt.Sprintf("token-bucket,%d,%dms", luHeldBurst, luHeldBurst))
+	for _, v := range []variant{variantNamed("atomic"), variantNamed("sharded")} {
+		for _, shape := range []string{"single", "keyed"} {
+			t.Run(fmt.Sprintf("variant=%s/shape=%s", v.name, shape), func(t *testing.T) {
+				luHeldRun(t, luBuild(t, v, shape, limits))
+			})
+		}
+	}
+	t.Run("variant=atomic/shape=snapshot", func(t *testing.T) {
+		luHeldRun(t, luSubject{name: "atomic.NewTokenBucketSnapshot", fresh: func() luState {
+			l, err := admitatomic.NewTokenBucketSnapshot(limits.At(0), admit.WithClock(luClock()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return luState{l.Allow, l.AllowN, l.ReserveN}
+		}})
+	})
+}
+
+// luHeldBurst is the bucket of TestLostUpdateHeld's rounds, a token a
+// millisecond, and luHeldN the size of its reservations.
+const (
+	luHeldBurst = 16
+	luHeldN     = 5
+)
+
+// luHeldRounds is how many rounds each subject of TestLostUpdateHeld runs.
+var luHeldRounds = budget{full: 2048, short: 512}
+
+// luHeldRun runs TestLostUpdateHeld's rounds on s.
+func luHeldRun(t *testing.T, s luSubject) {
+	if s.fresh().reserve == nil {
+		t.Skipf("%s has no reservations", s.name)
+	}
+	maxWait := luHeldN * time.Millisecond
+	for round := range luHeldRounds.get() {
+		st := s.fresh()
+		var tokens atomic.Int64
+		calls := []func() bool{
+			func() bool {
+				ok := st.allow().Allowed
+				if ok {
+					tokens.Add(1)
+				}
+				return ok
+			},
+			func() bool {
+				_, ok := st.reserve(luHeldN, maxWait)
+				if ok {
+					tokens.Add(luHeldN)
+				}
+				return ok
+			},
+		}
+		luUntilDenied(calls)
+		if err := luCheckDebt(s, st, int(tokens.Load())); err != nil {
+			t.Fatalf("%s, round %d: one goroutine calling Allow and one ReserveN(%d, %v) on a fresh bucket of %d tokens: %v",
+				s.name, round+1, luHeldN, maxWait, luHeldBurst, err)
+		}
+	}
+}
+
+// luUntilDenied runs each of calls in a goroutine of its own, released
+// together from a spin barrier, until it reports false, and waits for all.
+// Each call is made at most 4*luHeldBurst times (a bound, should a state
+// never deny). A goroutine that has made more calls than another spins,
+// up to luSpin times, before its next call: on a busy machine the
+// operating system may have descheduled the other's thread at the barrier,
+// and the round would otherwise run on one processor.
+func luUntilDenied(calls []func() bool) {
+	var done sync.WaitGroup
+	progress := make([]struct {
+		n atomic.Int64
+		_ [56]byte // one cache line each
+	}, len(calls))
+	ahead := func(i int) bool {
+		mine := progress[i].n.Load()
+		for j := range progress {
+			if j != i && mine > progress[j].n.Load() {
+				return true
+			}
+		}
+		return false
+	}
+	b := spinBarrier{n: int32(len(calls))}
+	done.Add(len(calls))
+	for i, call := range calls {
+		go func() {
+			defer done.Done()
+			defer progress[i].n.Store(math.MaxInt64 / 2) // done: nobody waits for it
+			b.wait()
+			for n := 0; n < 4*luHeldBurst; n++ {
+				for wait := 0; wait < luSpin && ahead(i); wait++ {
+				}
+				if !call() {
+					return
+				}
+				progress[i].n.Add(1)
+			}
+		}()
+	}
+	done.Wait()
+}
