@@ -115,18 +115,8 @@ func flipBooks(t *testing.T, alg string) (hi, lo *policy.Book) {
 // keyed variant (WithFactory) and on the Service's own default choice, for
 // every algorithm the variant builds and both strategies that carry.
 func TestFlipFlopReload(t *testing.T) {
-	type factory struct {
-		name string
-		f    policy.Factory // nil: the Service's default
-	}
-	factories := []factory{{name: "default"}}
-	for _, v := range variants {
-		if v.keyed != nil {
-			factories = append(factories, factory{v.name, v.keyed})
-		}
-	}
 	reloads := budget{full: 40, short: 16}.get()
-	for _, fc := range factories {
+	for _, fc := range serviceFactories() {
 		for _, alg := range []string{"token-bucket", "fixed-window", "sliding-log", "sliding-counter"} {
 			for _, carry := range []admit.Carry{admit.CarryConsumed, admit.CarryProportional} {
 				t.Run(fmt.Sprintf("variant=%s/alg=%s/carry=%v", fc.name, alg, carry), func(t *testing.T) {

@@ -60,17 +60,7 @@ var (
 // the reloads pass admit.CarryNothing; carrying budgets across a change is
 // checked exactly by policy's TestReloadCarryRace.
 func TestPolicyReload(t *testing.T) {
-	type factory struct {
-		name string
-		f    policy.Factory // nil: the Service's default
-	}
-	factories := []factory{{name: "default"}}
-	for _, v := range variants {
-		if v.keyed != nil {
-			factories = append(factories, factory{v.name, v.keyed})
-		}
-	}
-	for _, fc := range factories {
+	for _, fc := range serviceFactories() {
 		t.Run("variant="+fc.name, func(t *testing.T) {
 			textA, textB := policyBooks(t, fc.f)
 			bookA, err := policy.Parse(strings.NewReader(textA))
@@ -156,4 +146,23 @@ func TestPolicyReload(t *testing.T) {
 			})
 		})
 	}
+}
+
+// serviceFactory is a Service's limiter factory, named for a subtest.
+type serviceFactory struct {
+	name string
+	f    policy.Factory // nil: the Service's default
+}
+
+// serviceFactories returns the factory of each keyed variant (WithFactory)
+// and the Service's own default choice, for the cells that run a Service
+// on every variant.
+func serviceFactories() []serviceFactory {
+	out := []serviceFactory{{name: "default"}}
+	for _, v := range variants {
+		if v.keyed != nil {
+			out = append(out, serviceFactory{v.name, v.keyed})
+		}
+	}
+	return out
 }

@@ -982,26 +982,7 @@ func CompositeHeldMemoryReturns(t *testing.T, v CompositeVariant) {
 	require.NoError(t, err)
 	res, ok := lim.(admit.KeyedReserver)
 	require.True(t, ok, "%s.NewLimits(%v) is not an admit.KeyedReserver", v.Name, l)
-	store := lim.(admit.CompositeStore)
-	var kb keyBuf
-	for i := range n {
-		require.True(t, lim.AllowN(kb.key("user-", i), 5).Allowed, "%v: new key %d denied", l, i)
-	}
-	keys := heapInUse() - base
-	for i := range n {
-		r, ok := res.ReserveN(kb.key("user-", i), 1, time.Hour)
-		require.True(t, ok, "%v: ReserveN(key %d, 1, 1h)", l, i)
-		require.Positive(t, r.Delay, "%v: ReserveN(key %d, 1, 1h) on a spent bucket", l, i)
-	}
-	full := heapInUse() - base
-	holds := full - keys
-	require.Equal(t, n, store.Len())
-
-	fake.Advance(time.Hour)
-	assert.Equal(t, n, store.Sweep(), "%v: every key is idle an hour later", l)
-	assert.Zero(t, store.Len())
-	swept := heapInUse() - base
-	t.Logf("%v: heap %.2f MiB with %d keys, %.2f MiB with their holds, %.2f MiB after the sweep", l, float64(keys)/(1<<20), n, float64(full)/(1<<20), float64(swept)/(1<<20))
+	holds, swept := spendHoldSweep(t, l, lim, res, lim.(admit.CompositeStore), fake, base, n)
 	// Each hold is a large record behind a small map entry, so the map that
 	// was kept took only 4% of what the holds took: the bound is 1/64.
 	assert.LessOrEqual(t, swept, holds/64, "%v: heap kept after evicting all %d held keys, of the %d bytes their holds took", l, n, holds)

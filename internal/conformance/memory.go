@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -120,26 +121,39 @@ func testHeldMemoryReturns(t *testing.T, v Variant, alg admit.Algorithm) {
 	if !ok {
 		t.Skip("not an admit.KeyedReserver")
 	}
-	store := lim.(storeLimiter)
+	holds, swept := spendHoldSweep(t, rule, lim, res, lim.(storeLimiter), fake, base, n)
+	assert.LessOrEqual(t, swept, holds/4, "%v: heap kept after evicting all %d held keys, of the %d bytes their holds took", rule, n, holds)
+	runtime.KeepAlive(lim)
+}
+
+// spendHoldSweep is the workload of the held-memory checks on lim (whose
+// fresh store's heap was base), a store of rules (named by what) whose
+// first rule is a token bucket of 5: n keys each spend 5, then reserve a
+// token due within an hour, leaving a hold; an hour later a sweep must
+// evict every key. It returns the heap the holds took and the heap kept
+// after the sweep, for the caller to bound.
+func spendHoldSweep(t *testing.T, what fmt.Stringer, lim admit.KeyedLimiter, res admit.KeyedReserver, store interface {
+	Len() int
+	Sweep() int
+}, fake *clock.Fake, base int64, n int) (holds, swept int64) {
+	t.Helper()
 	var kb keyBuf
 	for i := range n {
-		require.True(t, lim.AllowN(kb.key("user-", i), 5).Allowed, "%v: new key %d denied", rule, i)
+		require.True(t, lim.AllowN(kb.key("user-", i), 5).Allowed, "%v: new key %d denied", what, i)
 	}
 	keys := heapInUse() - base
 	for i := range n {
 		r, ok := res.ReserveN(kb.key("user-", i), 1, time.Hour)
-		require.True(t, ok, "%v: ReserveN(key %d, 1, 1h)", rule, i)
-		require.Positive(t, r.Delay, "%v: ReserveN(key %d, 1, 1h) on a spent bucket", rule, i)
+		require.True(t, ok, "%v: ReserveN(key %d, 1, 1h)", what, i)
+		require.Positive(t, r.Delay, "%v: ReserveN(key %d, 1, 1h) on a spent bucket", what, i)
 	}
 	full := heapInUse() - base
-	holds := full - keys
 	require.Equal(t, n, store.Len())
 
 	fake.Advance(time.Hour)
-	assert.Equal(t, n, store.Sweep(), "%v: every key is idle an hour later", rule)
+	assert.Equal(t, n, store.Sweep(), "%v: every key is idle an hour later", what)
 	assert.Zero(t, store.Len())
-	swept := heapInUse() - base
-	t.Logf("%v: heap %.2f MiB with %d keys, %.2f MiB with their holds, %.2f MiB after the sweep", rule, float64(keys)/(1<<20), n, float64(full)/(1<<20), float64(swept)/(1<<20))
-	assert.LessOrEqual(t, swept, holds/4, "%v: heap kept after evicting all %d held keys, of the %d bytes their holds took", rule, n, holds)
-	runtime.KeepAlive(lim)
+	swept = heapInUse() - base
+	t.Logf("%v: heap %.2f MiB with %d keys, %.2f MiB with their holds, %.2f MiB after the sweep", what, float64(keys)/(1<<20), n, float64(full)/(1<<20), float64(swept)/(1<<20))
+	return full - keys, swept
 }
