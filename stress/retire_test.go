@@ -15,6 +15,7 @@ import (
 	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/evict"
+	"github.com/admit-go/admit/internal/migrate"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/sharded"
 )
@@ -351,7 +352,7 @@ func rtLockstep(calls ...func() bool) {
 // rtTakeReloads how many Reloads each makes.
 var rtTakeRounds = budget{full: 24, short: 8}
 
-const rtTakeReloads = 128
+const rtTakeReloads = 16
 
 // rtTakeBooks returns two books whose default limits for alg differ in the
 // window only, so that each Reload moves every pair to a limiter built for
@@ -396,21 +397,29 @@ func rtDrain(call func(n int) bool, unit int) int {
 	return total
 }
 
-// rtTakeRun races a Reload's Take with admissions on the key it takes.
+// rtTakePairs is how many pairs each Reload moves.
+const rtTakePairs = 32
+
+// rtTakeRun races a Reload's Takes with admissions on the keys they take.
 // Per round, a Service of fc's limiters at a frozen reading alternates
 // between two books rtTakeReloads times (each Reload builds a new limiter
-// for the pair and moves its state there with CarryConsumed) while one
-// goroutine admits the pair on the limiter that holds it, called directly,
-// so that its admissions hit the key's cell in a tight loop until the
-// Reload's Take freezes it. A limiter whose key moved away answers with
-// the Service's redirect (Limit -1): the goroutine then checks through the
-// Service and goes on with the limiter the factory built last. The pair's
-// admissions plus a drain through the Service must be its budget: an
-// admission that a Take's Store of the tombstone overwrote is not carried,
-// and the pair is admitted once more.
+// for the pairs and moves their states there with CarryConsumed, key by
+// key, in the order the old limiter's Keys lists them) while one goroutine
+// admits the pairs on the limiter that holds them, called directly, in
+// that same order: it admits a pair in a tight loop until the limiter
+// answers that the pair moved away (the Service's redirect, Limit -1),
+// then goes on to the next, so that the Take of each pair finds it being
+// admitted. Once all have moved it finds the limiter that holds them now
+// and starts over. Each pair's admissions plus a drain through the
+// Service must be its budget: an admission that a Take's Store of the
+// tombstone overwrote is not carried, and the pair is admitted once more.
 func rtTakeRun(t *testing.T, fc serviceFactory, alg string) {
 	a, b, n, want := rtTakeBooks(t, alg)
-	const user, api = "u", "/x"
+	const api = "/x"
+	users := make([]string, rtTakePairs)
+	for i := range users {
+		users[i] = fmt.Sprintf("u%d", i)
+	}
 	for round := range rtTakeRounds.get() {
 		var mu sync.Mutex
 		var built []admit.KeyedLimiter // newest last
@@ -423,49 +432,58 @@ func rtTakeRun(t *testing.T, fc serviceFactory, alg string) {
 			}
 			return l, err
 		}
-		// holder returns the limiter that holds the pair's state (a probe
-		// there shows what the pair consumed), or nil if none does right
-		// now (the state is moving). The Service also builds limiters it
-		// only inspects, which hold nothing.
-		holder := func() admit.KeyedLimiter {
+		// holder returns the limiter that holds the pairs' states (a
+		// probe there shows what the first pair consumed) and its keys in
+		// the order of its Keys, which a Reload moves them in, or nil if
+		// none does right now (the states are moving). The Service also
+		// builds limiters it only inspects, which hold nothing.
+		holder := func() (admit.KeyedLimiter, []string) {
 			mu.Lock()
 			ls := slices.Clone(built)
 			mu.Unlock()
 			for _, l := range slices.Backward(ls) {
-				if d := l.AllowN(user, 0); d.Limit >= 0 && d.Remaining < want*n {
-					return l
+				if d := l.AllowN(users[0], 0); d.Limit >= 0 && d.Remaining < want*n {
+					var keys []string
+					l.(migrate.Store).Keys(func(k string) bool { keys = append(keys, k); return true })
+					return l, keys
 				}
 			}
-			return nil
+			return nil, nil
 		}
 		svc, err := policy.NewService(a, admit.WithClock(luClock()), admit.WithShards(1), policy.WithFactory(factory))
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := 0
-		if svc.CheckN(user, api, n).Allowed { // builds the pair's limiter
-			got++
+		got := map[string]int{}
+		for _, u := range users {
+			if svc.CheckN(u, api, n).Allowed { // stores the pair
+				got[u]++
+			}
 		}
-		lim := holder()
 		var calls, reloads atomic.Int64
 		var denied atomic.Bool
 		var reloadErr error
 		rtRace(round,
 			func() {
+				var lim admit.KeyedLimiter
+				var order []string
 				for reloads.Load() < rtTakeReloads {
-					var d admit.Decision
-					if lim != nil {
-						d = lim.AllowN(user, n)
+					if len(order) == 0 {
+						if lim, order = holder(); lim == nil {
+							runtime.Gosched() // moving: look again
+							continue
+						}
 					}
-					if lim == nil || d.Limit < 0 { // moved away: decide through the Service
-						d = svc.CheckN(user, api, n)
-						lim = holder()
+					d := lim.AllowN(order[0], n)
+					if d.Limit < 0 { // taken: chase the next
+						order = order[1:]
+						continue
 					}
 					if !d.Allowed {
 						denied.Store(true)
 						return
 					}
-					got++
+					got[order[0]]++
 					if calls.Add(1)%64 == 0 {
 						runtime.Gosched() // the Reload may be queued behind this goroutine
 					}
@@ -477,7 +495,7 @@ func rtTakeRun(t *testing.T, fc serviceFactory, alg string) {
 					// the Reload runs while the other goroutine admits:
 					// on a busy machine its thread may be waiting for a
 					// processor. It stops only when denied, and a Reload
-					// moves the state, never denies.
+					// moves the states, never denies.
 					for from := calls.Load(); calls.Load() == from && !denied.Load(); {
 						runtime.Gosched() // it may be queued behind this goroutine
 					}
@@ -496,14 +514,16 @@ func rtTakeRun(t *testing.T, fc serviceFactory, alg string) {
 		if reloadErr != nil {
 			t.Fatal(reloadErr)
 		}
-		left := rtDrain(func(k int) bool { return svc.CheckN(user, api, k).Allowed }, n)
-		if got+left != want {
-			what := "an admission a Take overwrote (the tombstone published with a Store), not carried"
-			if got+left < want {
-				what = "budget lost"
+		for _, u := range users {
+			left := rtDrain(func(k int) bool { return svc.CheckN(u, api, k).Allowed }, n)
+			if got[u]+left != want {
+				what := "an admission a Take overwrote (the tombstone published with a Store), not carried"
+				if got[u]+left < want {
+					what = "budget lost"
+				}
+				t.Fatalf("%s %s, round %d: pair (%s, %s) of budget %d requests of %d at a frozen reading was admitted %d times during %d Reloads that moved it (CarryConsumed, equal limits), and %d after, where a fresh pair admits %d: %s",
+					fc.name, alg, round+1, u, api, want, n, got[u], reloads.Load(), left, want, what)
 			}
-			t.Fatalf("%s %s, round %d: a pair of budget %d requests of %d at a frozen reading was admitted %d times during %d Reloads that moved it (CarryConsumed, equal limits), and %d after, where a fresh pair admits %d: %s",
-				fc.name, alg, round+1, want, n, got, reloads.Load(), left, want, what)
 		}
 	}
 }
