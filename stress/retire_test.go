@@ -2,7 +2,6 @@ package stress
 
 import (
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -256,96 +255,68 @@ func (b *rtBarrier) wait() {
 	}
 }
 
-// rtFreezeRounds is how many rounds the rebuild subject runs; rtFreezeLimit
-// the budget of its hammered key.
-var rtFreezeRounds = budget{full: 96, short: 32}
+// rtFreezeRounds is how many rounds the rebuild subject runs, and
+// rtFreezeKeys how many keys each round inserts.
+var rtFreezeRounds = budget{full: 64, short: 24}
 
-const rtFreezeLimit = 128
+const rtFreezeKeys = 128
 
 // rtFreezeRun races admissions on one key of sharded's table with the
 // rebuilds that insertions of new keys into the same shard cause: each
 // rebuild freezes every slot by a CAS to the tombstone and copies the state
 // it held into the new table. Per round, on a new store of one shard at a
-// frozen reading, one goroutine calls Allow on one key until it is denied
-// while the other inserts new keys, the two within luLag calls of each
-// other, so that the table grows through several sizes while the key is
-// admitted. An admission published between a freeze's load and a Store of
-// the tombstone is not in the copy: the key is admitted once more.
+// frozen reading, one goroutine calls Allow on one key, whose budget
+// outlasts the round, while the other inserts rtFreezeKeys new keys, each
+// once the first has made an admission since the last (so that it admits
+// while the table is rebuilt: the table grows by a quarter at each
+// rebuild, and every rebuild freezes the key). An admission published
+// between a freeze's load and a Store of the tombstone is not in the copy:
+// the key is admitted once more.
 func rtFreezeRun(t *testing.T) {
-	rule := admit.Rule{Algorithm: admit.TokenBucket, Limit: rtFreezeLimit, Window: time.Hour}
+	const limit = 1 << 20
+	rule := admit.Rule{Algorithm: admit.TokenBucket, Limit: limit, Window: time.Second}
 	for round := range rtFreezeRounds.get() {
 		l, err := sharded.New(rule, admit.WithClock(luClock()), admit.WithShards(1))
 		if err != nil {
 			t.Fatal(err)
 		}
 		const key = "hot"
-		var got, inserted int
-		rtLockstep(
-			func() bool {
-				ok := l.Allow(key).Allowed
-				if ok {
+		var got int
+		var calls atomic.Int64
+		var done, denied atomic.Bool
+		rtRace(round,
+			func() {
+				for !done.Load() {
+					if !l.Allow(key).Allowed {
+						denied.Store(true)
+						return
+					}
 					got++
+					if calls.Add(1)%64 == 0 {
+						runtime.Gosched() // the inserts may be queued behind this goroutine
+					}
 				}
-				return ok
 			},
-			func() bool {
-				inserted++
-				l.Allow(fmt.Sprintf("k%d", inserted))
-				return inserted < 2*rtFreezeLimit
+			func() {
+				defer done.Store(true)
+				for i := range rtFreezeKeys {
+					for from := calls.Load(); calls.Load() == from && !denied.Load(); {
+						runtime.Gosched() // it may be queued behind this goroutine
+					}
+					l.Allow(fmt.Sprintf("k%d", i))
+				}
 			},
 		)
-		left := luDrain(func() bool { return l.Allow(key).Allowed }, 2*rtFreezeLimit)
-		if got+left != rtFreezeLimit {
+		left := rtDrain(func(k int) bool { return l.AllowN(key, k).Allowed }, 1)
+		if got+left != limit {
 			what := "an admission a rebuild's freeze overwrote (the tombstone published with a Store)"
-			if got+left < rtFreezeLimit {
+			if got+left < limit {
 				what = "budget lost"
 			}
 			t.Fatalf("sharded table, round %d: a key of budget %d at a frozen reading was admitted %d times while %d other keys were inserted into its shard (growing its table), and %d after, where a fresh key admits %d: %s",
-				round+1, rtFreezeLimit, got, inserted, left, rtFreezeLimit, what)
+				round+1, limit, got, rtFreezeKeys, left, limit, what)
 		}
 	}
-}
-
-// rtLockstep runs each of calls in a goroutine of its own, released
-// together from an rtBarrier, until it reports false, keeping them within
-// luLag calls of each other, and waits for both. A goroutine ahead spins,
-// and after luSpin checks yields between them (see rtBarrier).
-func rtLockstep(calls ...func() bool) {
-	var done sync.WaitGroup
-	progress := make([]struct {
-		n atomic.Int64
-		_ [56]byte // one cache line each
-	}, len(calls))
-	ahead := func(i int) bool {
-		mine := progress[i].n.Load()
-		for j := range progress {
-			if j != i && mine-progress[j].n.Load() >= luLag {
-				return true
-			}
-		}
-		return false
-	}
-	bar := rtBarrier{n: int32(len(calls))}
-	done.Add(len(calls))
-	for i, call := range calls {
-		go func() {
-			defer done.Done()
-			defer progress[i].n.Store(math.MaxInt64 / 2) // done: nobody waits for it
-			bar.wait()
-			for {
-				for wait := 0; ahead(i); wait++ {
-					if wait >= luSpin {
-						runtime.Gosched()
-					}
-				}
-				if !call() {
-					return
-				}
-				progress[i].n.Add(1)
-			}
-		}()
-	}
-	done.Wait()
 }
 
 // rtTakeRounds is how many Services each move subject runs, and
