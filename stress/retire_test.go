@@ -219,6 +219,7 @@ func rtRace(round int, a, b func()) {
 	for i, f := range [2]func(){a, b} {
 		go func() {
 			defer done.Done()
+			defer pinThread(i)()
 			bar.wait()
 			for range delays[i] {
 				bar.open.Load()
