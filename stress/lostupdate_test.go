@@ -142,19 +142,36 @@ func TestLostUpdate(t *testing.T) {
 			}
 		}
 	}
+	// The first calls on a fresh state: small budgets, many rounds. In a
+	// keyed store both goroutines' first calls find the key missing and
+	// go to the store's slow path, where the second finds the key the
+	// first stored and publishes on it under the shard's mutex while the
+	// first's next calls publish lock-free; a single-key limiter's first
+	// calls race on its initial word. Each round has one such race, so it
+	// takes many rounds to see it.
+	for _, v := range []variant{variantNamed("atomic"), variantNamed("sharded")} {
+		for _, shape := range []string{"single", "keyed"} {
+			for _, rc := range luFirstRules {
+				t.Run(fmt.Sprintf("variant=%s/shape=%s/rule=%s/first", v.name, shape, rc.name), func(t *testing.T) {
+					luFirst(t, luBuild(t, v, shape, rc.limits), rc, g)
+				})
+			}
+		}
+	}
 	// atomic's snapshot token bucket, which no constructor of the variants
 	// table returns.
-	tb := luRules[0]
-	t.Run("variant=atomic/shape=single/rule=tb-snapshot", func(t *testing.T) {
-		s := luSubject{name: "atomic.NewTokenBucketSnapshot", fresh: func() luState {
-			l, err := admitatomic.NewTokenBucketSnapshot(tb.limits.At(0), admit.WithClock(luClock()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return luState{l.Allow, l.AllowN, l.ReserveN}
-		}}
-		luRun(t, s, tb, g)
-	})
+	for _, tb := range luRules[:2] {
+		t.Run(fmt.Sprintf("variant=atomic/shape=single/rule=%s-snapshot", tb.name), func(t *testing.T) {
+			s := luSubject{name: "atomic.NewTokenBucketSnapshot", fresh: func() luState {
+				l, err := admitatomic.NewTokenBucketSnapshot(tb.limits.At(0), admit.WithClock(luClock()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return luState{l.Allow, l.AllowN, l.ReserveN}
+			}}
+			luRun(t, s, tb, g)
+		})
+	}
 }
 
 // luClock is a fake clock frozen at an hour, the reading of every round.
@@ -326,6 +343,103 @@ func luCheckDebt(s luSubject, st luState, got int) error {
 	return nil
 }
 
+// luFirstRules are the small budgets of the first-call rounds: 6 requests
+// of one, so that two goroutines calling a state luFirstCalls times each
+// are denied some calls.
+var luFirstRules = []luRule{
+	{"tb", mustLimits("token-bucket,6,6ms"), []int{1, 2}},
+	{"fw", mustLimits("fixed-window,6,1s"), []int{1, 2}},
+	{"sc", mustLimits("sliding-counter,6,1s"), []int{1, 2}},
+}
+
+// luFirstRounds is how many rounds each Allow and AllowN path of a
+// first-call rule runs, luFirstStates how many fresh states a round walks,
+// and luFirstCalls how many calls each goroutine makes on each.
+var luFirstRounds = budget{full: 16, short: 4}
+
+const (
+	luFirstStates = 256
+	luFirstCalls  = 4
+)
+
+// luFirst runs the first-call rounds of every Allow and AllowN path of rc
+// on s: in each, g goroutines walk luFirstStates fresh states in the same
+// order, in step (at most a call apart), calling each luFirstCalls times,
+// so that their first calls on a state meet. Each state's conservation is
+// checked as luRun checks a round's.
+func luFirst(t *testing.T, s luSubject, rc luRule, g int) {
+	for _, p := range luPaths(rc) {
+		if p.reserve || p.mixed {
+			continue
+		}
+		want := luDrain(p.call(s.fresh()), 1<<20)
+		if want >= g*luFirstCalls {
+			t.Fatalf("%s %s: a fresh state admits %d requests, more than %d goroutines' %d calls each", s.name, p.name, want, g, luFirstCalls)
+		}
+		for round := range luFirstRounds.get() {
+			calls := make([]func() bool, luFirstStates)
+			for i := range calls {
+				calls[i] = p.call(s.fresh())
+			}
+			got := luLockstep(calls, g)
+			for i, call := range calls {
+				left := luDrain(call, 2*want)
+				if got[i]+left != want {
+					t.Fatalf("%s %s, round %d, state %d: %d goroutines were admitted %d times on a fresh state at a frozen reading, and one goroutine after them %d more, where one goroutine alone is admitted %d times",
+						s.name, p.name, round+1, i+1, g, got[i], left, want)
+				}
+			}
+		}
+	}
+}
+
+// luLockstep has g goroutines, released together from a spin barrier and
+// pinned to CPUs of their own, call each of calls luFirstCalls times, in
+// order, none more than a call ahead of another, and returns how many
+// calls of each were admitted.
+func luLockstep(calls []func() bool, g int) []int {
+	got := make([]atomic.Int64, len(calls))
+	progress := make([]struct {
+		n atomic.Int64
+		_ [56]byte // one cache line each
+	}, g)
+	ahead := func(i int) bool {
+		mine := progress[i].n.Load()
+		for j := range progress {
+			if j != i && mine > progress[j].n.Load() {
+				return true
+			}
+		}
+		return false
+	}
+	var done sync.WaitGroup
+	b := spinBarrier{n: int32(g)}
+	done.Add(g)
+	for i := range g {
+		go func() {
+			defer done.Done()
+			defer pinThread(i)()
+			b.wait()
+			for k, call := range calls {
+				for range luFirstCalls {
+					for ahead(i) {
+					}
+					if call() {
+						got[k].Add(1)
+					}
+					progress[i].n.Add(1)
+				}
+			}
+		}()
+	}
+	done.Wait()
+	n := make([]int, len(calls))
+	for i := range got {
+		n[i] = int(got[i].Load())
+	}
+	return n
+}
+
 // luRounds bounds the rounds of a path, and says how many overlapping
 // calls end them.
 var luRounds = struct{ min, max, overlaps budget }{
@@ -348,13 +462,13 @@ func luDrain(call func() bool, limit int) int {
 // or has made overlaps/g calls that overlapped another, and returns how
 // many calls were admitted and how many overlapped another.
 //
-// The goroutines spin at a barrier until all are running, and then keep
-// within luLag calls of each other: one that is luLag calls ahead of
-// another spins, up to luSpin times (luSpins in a round), before its next
-// call. On a busy
-// machine the operating system often runs one goroutine while another's
-// thread waits for a processor; without the lag bound the running one
-// would spend the round's budget alone.
+// The goroutines are pinned to CPUs of their own (pinThread), spin at a
+// barrier until all are running, and then keep within luLag calls of each
+// other: one that is luLag calls ahead of another spins until the other
+// has made a call (or is done). On a busy machine the operating system
+// often runs one goroutine while another's CPU runs other work; without
+// the lag bound the running one would spend the round's budget alone, and
+// with it the calls are made while both run.
 func luHammer(call func() bool, g, overlaps int) (admitted, overlapped int) {
 	var done sync.WaitGroup
 	var total, over atomic.Int64
@@ -384,12 +498,11 @@ func luHammer(call func() bool, g, overlaps int) (admitted, overlapped int) {
 	for i := range g {
 		go func() {
 			defer done.Done()
+			defer pinThread(i)()
 			b.wait()
 			var n, ov int64
-			spins := luSpins
 			for ov < int64(overlaps/g) {
-				for wait := 0; wait < luSpin && spins > 0 && ahead(i); wait++ {
-					spins--
+				for ahead(i) {
 				}
 				before := others(i)
 				if !call() {
@@ -411,14 +524,11 @@ func luHammer(call func() bool, g, overlaps int) (admitted, overlapped int) {
 }
 
 // luLag is how many calls one goroutine of luHammer may be ahead of
-// another, luSpin how many times it checks again before it calls anyway,
-// and luSpins how many checks it makes in a round before it stops waiting
-// (bounding the processor time a round takes from a machine that is busy
-// with other work).
+// another, and luSpin how many times a barrier of the retirement cell
+// (rtBarrier) checks before it yields between checks.
 const (
-	luLag   = 4
-	luSpin  = 1 << 12
-	luSpins = 1 << 17
+	luLag  = 4
+	luSpin = 1 << 12
 )
 
 // spinBarrier is a barrier for n goroutines that spin while they wait,
@@ -530,10 +640,11 @@ func luHeldRun(t *testing.T, s luSubject) {
 // luUntilDenied runs each of calls in a goroutine of its own, released
 // together from a spin barrier, until it reports false, and waits for all.
 // Each call is made at most 4*luHeldBurst times (a bound, should a state
-// never deny). A goroutine that has made more calls than another spins,
-// up to luSpin times, before its next call: on a busy machine the
-// operating system may have descheduled the other's thread at the barrier,
-// and the round would otherwise run on one processor.
+// never deny). The goroutines are pinned to CPUs of their own, and one
+// that has made more calls than another spins until the other has made a
+// call (or is done): on a busy machine the operating system may have
+// descheduled the other's thread, and the round would otherwise run on
+// one processor.
 func luUntilDenied(calls []func() bool) {
 	var done sync.WaitGroup
 	progress := make([]struct {
@@ -555,9 +666,10 @@ func luUntilDenied(calls []func() bool) {
 		go func() {
 			defer done.Done()
 			defer progress[i].n.Store(math.MaxInt64 / 2) // done: nobody waits for it
+			defer pinThread(i)()
 			b.wait()
 			for n := 0; n < 4*luHeldBurst; n++ {
-				for wait := 0; wait < luSpin && ahead(i); wait++ {
+				for ahead(i) {
 				}
 				if !call() {
 					return
