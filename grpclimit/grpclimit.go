@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/bookquota"
 	"github.com/admit-go/admit/internal/clientip"
 	"github.com/admit-go/admit/internal/ratehdr"
 	"github.com/admit-go/admit/policy"
@@ -45,7 +46,7 @@ type core struct {
 	quota *ratehdr.Quota     // New, NewClient: the one quota
 
 	svc   *policy.Service // ForService
-	books ratehdr.Books   // ForService: the quotas of svc's books
+	books bookquota.Books // ForService: the quotas of svc's books
 
 	key     KeyFunc
 	parts   []KeyPart

@@ -6,9 +6,9 @@
 // httplimit, "Headers" and "Composite limits").
 //
 // A [Quota] is rendered once, when a middleware is built or, for a
-// policy.Service, once per entry of each book ([Books]); what a decision
-// adds (r and t) is appended into the caller's buffer, so that rendering a
-// decision allocates nothing here.
+// policy.Service, once per entry of each book (package bookquota keeps
+// those); what a decision adds (r and t) is appended into the caller's
+// buffer, so that rendering a decision allocates nothing here.
 package ratehdr
 
 import (
@@ -16,13 +16,10 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/clientip"
-	"github.com/admit-go/admit/policy"
 )
 
 // ProblemType is the type of the problem body of a denial: the
@@ -260,77 +257,6 @@ func UntilWhole(rule admit.Rule, d admit.Decision) time.Duration {
 		bound = time.Duration(min(uint64(rule.Window)*2, math.MaxInt64))
 	}
 	return min(d.ResetAfter, bound)
-}
-
-// Books renders the quotas of the books of one policy.Service, once per
-// book: at the first call that sees a book (a middleware's constructor
-// calls [Books.Of] with the Service's first), and after each Reload. The
-// zero Books is ready to use; it is safe for concurrent use.
-type Books struct {
-	cur atomic.Pointer[BookQuotas]
-	mu  sync.Mutex // serializes rendering a new book's quotas
-}
-
-// BookQuotas is the rendered quotas of one book, one per entry.
-type BookQuotas struct {
-	Book  *policy.Book
-	Def   *Quota
-	APIs  map[string]*Quota
-	Users map[string]*Quota
-}
-
-// Current returns the quotas of the book rendered last, or nil.
-func (b *Books) Current() *BookQuotas { return b.cur.Load() }
-
-// Of returns the quotas of book, rendering them if book is not the one
-// rendered last: concurrent callers wait for the first one's rendering.
-func (b *Books) Of(book *policy.Book) *BookQuotas {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if bq := b.cur.Load(); bq != nil && bq.Book == book {
-		return bq
-	}
-	bq := &BookQuotas{Book: book, APIs: map[string]*Quota{}, Users: map[string]*Quota{}}
-	for _, e := range book.Rules() {
-		q := EntryQuota(e.Key(), e.Limits)
-		switch e.Scope {
-		case policy.User:
-			bq.Users[e.Name] = q
-		case policy.API:
-			bq.APIs[e.Name] = q
-		default:
-			bq.Def = q
-		}
-	}
-	b.cur.Store(bq)
-	return bq
-}
-
-// For returns the quota of the entry of book that applies to (user, api),
-// for a decision the Service made under limits (as CheckNWhich returns
-// them). Should a Reload have come between reading book and the check, and
-// the entry's limits differ from those, the quota is rendered afresh for
-// limits under the entry's name, so that the numbers and the binding index
-// always match the limits that decided.
-func (b *Books) For(book *policy.Book, user, api string, limits admit.Limits) *Quota {
-	bq := b.cur.Load()
-	if bq == nil || bq.Book != book {
-		bq = b.Of(book)
-	}
-	e := book.EntryFor(user, api)
-	var q *Quota
-	switch e.Scope {
-	case policy.User:
-		q = bq.Users[e.Name]
-	case policy.API:
-		q = bq.APIs[e.Name]
-	default:
-		q = bq.Def
-	}
-	if q == nil || q.Limits != limits { // a Reload in between; never fail a request on it
-		q = EntryQuota(e.Key(), limits)
-	}
-	return q
 }
 
 // Composite is what a middleware asks of a limiter of composite limits:

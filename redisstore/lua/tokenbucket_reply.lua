@@ -7,7 +7,7 @@
 -- fresh is a missing key.
 --
 -- The reply is one integer, from which the client derives the whole
--- Decision with the kernel (redisstore/limiter.go, fromDebt): the debt
+-- Decision with the kernel (redisstore/roundtrip.go, fromDebt): the debt
 -- before the request, for an admission or a probe, or -1 - debt for a
 -- denial. A state more than a window ahead of the reading, whose debt
 -- stands for no wait (capacity + 1, see tokenbucket.lua), is replied

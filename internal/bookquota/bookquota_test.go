@@ -1,4 +1,4 @@
-package ratehdr
+package bookquota
 
 import (
 	"strings"

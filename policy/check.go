@@ -1,0 +1,213 @@
+package policy
+
+// The check path: Check, CheckN, CheckNWhich and Reset, and the calls on a
+// group and its limiters that they make for every request.
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/admit-go/admit"
+)
+
+// Check is CheckN(user, api, 1): it asks to admit one request from user to
+// api.
+func (s *Service) Check(user, api string) admit.Decision { return s.CheckN(user, api, 1) }
+
+// CheckN asks to admit n requests at once from user to api, all or nothing,
+// under the limits the current book gives the pair (see [Book.LimitsFor]),
+// with the semantics of [admit.KeyedLimiter.AllowN]; the Decision's Limit is
+// the rule's Limit, or for a composite the Limit of the rule that bound (see
+// [admit.Limits]). Each call uses exactly one book, even when it races a
+// Reload.
+//
+// On a pair seen before, CheckN makes no allocation (for a composite, if the
+// WithLimitsFactory limiter makes none: the default's makes none). The first
+// request of a pair stores a copy of its names; the first request to an API
+// under some limits builds that (limits, API)'s limiter. Should the factory
+// fail then, although it built the same limits' limiters at start-up (no
+// variant of admit does), the request is denied with RetryAfter equal to the
+// Window of the rule (of the composite's rule with the longest Window), and
+// the next request tries again.
+func (s *Service) CheckN(user, api string, n int) admit.Decision {
+	snap := s.cur.Load()
+	var d admit.Decision
+	if g := snap.users[user]; g != nil {
+		d = g.allowN(User, api, user, n)
+	} else if a := snap.apis[api]; a != nil {
+		d = a.allowN(API, user, n)
+	} else {
+		d = snap.def.allowN(Default, api, user, n)
+	}
+	if d.Limit < 0 {
+		// The pair's key moved to other limits in a Reload that came after
+		// snap was loaded, and the limiter decided nothing (refused, see
+		// carry.go): the call is decided under the current book.
+		s.refused(snap)
+		return s.CheckN(user, api, n)
+	}
+	return d
+}
+
+// refused is the pause of a call that a limiter refused (movedAway) before
+// it is decided again: none if a newer snapshot is published, else a
+// yield, as a Reload that sealed the limiter (carry.go, mark) is about to
+// publish one. Only refused calls pay it.
+func (s *Service) refused(snap *snapshot) {
+	if s.cur.Load() == snap {
+		runtime.Gosched()
+	}
+}
+
+// CheckNWhich is [Service.CheckN] that also returns the limits the decision
+// was made under and the index in them of the rule that bound it (see
+// [admit.Limits]): on a denial, the rule that denied. The index is 0 for a
+// one-rule entry. The limits are those of the one book the call used, which
+// [Book.LimitsFor] of a book read at another moment may not match when the
+// call races a Reload (a call that finds its pair moved by a Reload is
+// decided, and described, under the newer book).
+func (s *Service) CheckNWhich(user, api string, n int) (admit.Decision, admit.Limits, int) {
+	snap := s.cur.Load()
+	var d admit.Decision
+	var l admit.Limits
+	var i int
+	if g := snap.users[user]; g != nil {
+		d, i = g.allowNWhich(User, api, user, n)
+		l = g.limits
+	} else if a := snap.apis[api]; a != nil {
+		d, i = a.allowNWhichObserved(API, user, n)
+		l = a.g.limits
+	} else {
+		d, i = snap.def.allowNWhich(Default, api, user, n)
+		l = snap.def.limits
+	}
+	if d.Limit < 0 {
+		s.refused(snap) // as in CheckN
+		return s.CheckNWhich(user, api, n)
+	}
+	return d, l, i
+}
+
+// Reset forgets the state of the pair (user, api) under the limits the
+// current book gives it (see [Book.LimitsFor]), as [admit.Resetter] does for a
+// key: the pair's next Check sees a fresh budget at its own reading, a
+// Check of the pair concurrent with Reset is ordered before or after it,
+// never lost or counted twice, and every other pair's budget is untouched,
+// another API's for the same user included. It uses exactly one book, even
+// when it races a Reload; state the pair keeps under other limits (ones a
+// Reload may return to) is not reset. For a composite, every rule's state
+// is reset together.
+//
+// A pair whose (limits, API) limiter was never built has nothing to reset,
+// and Reset returns nil. If that limiter has no Reset (one built by a
+// [WithFactory], [WithLimitsFactory] or [WithLimiterFactory] factory of
+// your own; redisstore's), Reset returns an error wrapping
+// [admit.ErrUnsupported] and resets nothing. Reset builds nothing, and it
+// takes no lock shared by all pairs.
+func (s *Service) Reset(user, api string) error {
+	snap := s.cur.Load()
+	var lim admit.KeyedLimiter
+	if g := snap.users[user]; g != nil {
+		lim = g.built(api)
+	} else if a := snap.apis[api]; a != nil {
+		lim = a.lim
+	} else {
+		lim = snap.def.built(api)
+	}
+	if lim == nil {
+		return nil // never checked under this rule: fresh
+	}
+	r, ok := lim.(admit.Resetter)
+	if !ok && s.build.target != nil {
+		return fmt.Errorf("%w: policy: Service.Reset(%q, %q): the limiter factory's limiter, a %T, has no Reset(key string)",
+			admit.ErrUnsupported, user, api, lim)
+	}
+	if !ok {
+		return fmt.Errorf("%w: policy: Service.Reset(%q, %q): the factory's limiter, a %T, has no Reset(key string); build limiters with a variant's New (sharded.New, locked.New, atomic.New), whose stores all have it",
+			admit.ErrUnsupported, user, api, lim)
+	}
+	r.Reset(user)
+	return nil
+}
+
+// built returns the group's limiter for api, or nil if none was built.
+func (g *group) built(api string) admit.KeyedLimiter {
+	if v, ok := g.byAPI.Load(api); ok {
+		return v.(*apiLimiter).lim
+	}
+	return nil
+}
+
+// allowNWhich is lim.AllowNWhich for a composite, and AllowN and index 0 for
+// one rule.
+func (a *apiLimiter) allowNWhich(user string, n int) (admit.Decision, int) {
+	if a.which != nil {
+		return a.which.AllowNWhich(user, n)
+	}
+	return a.lim.AllowN(user, n), 0
+}
+
+// limiter returns the group's limiter for api, building it on first use. Two
+// callers racing to build it agree on one: LoadOrStore keeps the first stored,
+// and a limiter is used only once stored, so no pair ever starts twice.
+func (g *group) limiter(api string) (*apiLimiter, error) {
+	if v, ok := g.byAPI.Load(api); ok {
+		return v.(*apiLimiter), nil
+	}
+	lim, which, err := g.build.limiterFor(g, api, false)
+	if err != nil {
+		return nil, err
+	}
+	// Our own copy of the name: the caller may reuse the memory behind api.
+	api = strings.Clone(api)
+	a := g.build.svc.newAPILimiter(g, api, lim, which)
+	v, loaded := g.byAPI.LoadOrStore(api, a)
+	if !loaded {
+		g.build.svc.stored(a)
+	}
+	return v.(*apiLimiter), nil
+}
+
+// allowN is the hot path for a pair of the group: a lookup and the limiter's
+// AllowN, without allocating once the API's limiter exists.
+func (g *group) allowN(sc Scope, api, user string, n int) admit.Decision {
+	if v, ok := g.byAPI.Load(api); ok {
+		return v.(*apiLimiter).allowN(sc, user, n)
+	}
+	d, _ := g.allowNSlow(sc, api, user, n)
+	return d
+}
+
+// allowNWhich is allowN with the index of the rule that bound.
+func (g *group) allowNWhich(sc Scope, api, user string, n int) (admit.Decision, int) {
+	if v, ok := g.byAPI.Load(api); ok {
+		return v.(*apiLimiter).allowNWhichObserved(sc, user, n)
+	}
+	return g.allowNSlow(sc, api, user, n)
+}
+
+// allowNSlow builds the API's limiter, outlined so that allowN stays small.
+func (g *group) allowNSlow(sc Scope, api, user string, n int) (admit.Decision, int) {
+	a, err := g.limiter(api)
+	if err != nil {
+		// The factory built these limits' limiters at start-up and fails
+		// now: fail closed, and try again on the next request.
+		return g.failClosed()
+	}
+	return a.allowNWhichObserved(sc, user, n)
+}
+
+// failClosed is the denial of a request whose limiter cannot be built: the
+// rule with the longest Window binds (the first on a tie), with that Window
+// as RetryAfter.
+func (g *group) failClosed() (admit.Decision, int) {
+	bind := 0
+	for i := range g.limits.Len() {
+		if g.limits.At(i).Window > g.limits.At(bind).Window {
+			bind = i
+		}
+	}
+	r := g.limits.At(bind)
+	return admit.Decision{Limit: r.Limit, RetryAfter: r.Window}, bind
+}

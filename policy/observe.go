@@ -1,0 +1,196 @@
+package policy
+
+// The observer path: WithObserver, the instruments a Service's limiters
+// resolve and count their decisions on, and their release when a Reload
+// drops a limiter.
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/plumb"
+)
+
+// WithObserver makes [NewService] report the Service's decisions to o: for
+// each (limits, API) limiter and each scope of entry that decides through
+// it, o.Instrument is called once, with Labels{Source: "policy", Name: the
+// API, Scope: "default", "api" or "user", Limits: the limits, Store: the
+// limiter when it reports [admit.StoreStats]}, and every Check observes
+// Admitted or Denied on that instrument (with its latency when the
+// instrument is Timed). A Reload resolves the instruments of the limiters
+// it builds; limiters it keeps keep theirs. No user name ever reaches o.
+//
+// Without an observer a Check pays one nil check for it; with one, no
+// allocation and no map lookup: the instrument is held by the (limits, API)
+// limiter, resolved when the limiter is built for its first scope and when
+// another scope first decides through it. The series o sees are bounded by
+// the limiters built times three scopes: the APIs that reached Check (pass
+// routes, not raw paths; see [Service]) times the limits of the book. It is
+// an option of NewService only: the variants' constructors refuse it with
+// an error wrapping [admit.ErrUnsupported].
+func WithObserver(o admit.Observer) admit.Option {
+	return plumb.NewOption(func(s *plumb.Settings) error {
+		if o == nil {
+			return fmt.Errorf("%w: WithObserver(nil); pass an admit.Observer, such as a *tally.Tally", admit.ErrInvalidOption)
+		}
+		s.Observer = o
+		return nil
+	}).(admit.Option)
+}
+
+// instrument is an observer's instrument for one scope of an apiLimiter.
+type instrument struct {
+	in    admit.Instrument // nil: the observer counts nothing for these labels
+	timed bool
+}
+
+// instrument returns the limiter's instrument for scope, resolving it on
+// the first call for the scope, once: callers racing to resolve it wait on
+// resolving, so the observer is asked once per scope, and never after
+// release.
+func (a *apiLimiter) instrument(sc Scope) *instrument {
+	if in := a.insts[sc].Load(); in != nil {
+		return in
+	}
+	return a.resolve(sc)
+}
+
+// resolve is instrument's first call for scope, outlined: the paths that
+// find the instrument resolved stay a load and a nil check (allowN writes
+// that out, as instrument costs just over the inliner's budget).
+func (a *apiLimiter) resolve(sc Scope) *instrument {
+	a.resolving.Lock()
+	defer a.resolving.Unlock()
+	if in := a.insts[sc].Load(); in != nil {
+		return in
+	}
+	in := &instrument{in: a.obs.Instrument(a.labels(sc, !a.retired))}
+	if in.in != nil {
+		in.timed = in.in.Timed()
+	}
+	a.insts[sc].Store(in)
+	return in
+}
+
+// labels returns the labels of the limiter's decisions for scope, with the
+// limiter as their Store when withStore is true and it reports statistics.
+func (a *apiLimiter) labels(sc Scope, withStore bool) admit.Labels {
+	l := admit.Labels{Source: "policy", Name: a.api, Scope: sc.String(), Limits: a.g.limits}
+	if st, ok := a.lim.(admit.StatsReporter); ok && withStore {
+		l.Store = st
+	}
+	return l
+}
+
+// release tells r that the limiter is dropped: Release with the labels of
+// each scope whose instrument was resolved with the limiter as its Store.
+// Instruments resolved later get no Store.
+func (a *apiLimiter) release(r admit.Releaser) {
+	a.resolving.Lock()
+	defer a.resolving.Unlock()
+	if a.retired {
+		return
+	}
+	a.retired = true
+	if _, ok := a.lim.(admit.StatsReporter); !ok {
+		return
+	}
+	for sc := range a.insts {
+		if a.insts[sc].Load() != nil {
+			r.Release(a.labels(Scope(sc), true))
+		}
+	}
+}
+
+// allowN is lim.AllowN, observed when the Service has an observer: the
+// decision is made for a pair of scope sc. An untimed instrument, the
+// common case, is counted on the shortest path: no clock read, no index of
+// the binding rule.
+func (a *apiLimiter) allowN(sc Scope, user string, n int) admit.Decision {
+	if a.obs == nil {
+		return a.lim.AllowN(user, n)
+	}
+	in := a.insts[sc].Load() // instrument, written out: it does not inline
+	if in == nil {
+		in = a.resolve(sc)
+	}
+	if in.timed {
+		d, _ := a.timed(in, user, n, false)
+		return d
+	}
+	d := a.lim.AllowN(user, n)
+	if in.in != nil && d.Limit >= 0 { // count, written out: it does not inline
+		o := admit.Denied
+		if d.Allowed {
+			o = admit.Admitted
+		}
+		in.in.Observe(o, n, 0)
+	}
+	return d
+}
+
+// count counts d, a decision about n, on the instrument, with latency. A
+// refusal by a moved key (Limit < 0) is not counted: the call is decided
+// again under the newer book.
+func (in *instrument) count(d *admit.Decision, n int, latency time.Duration) {
+	if in.in != nil && d.Limit >= 0 {
+		o := admit.Denied
+		if d.Allowed {
+			o = admit.Admitted
+		}
+		in.in.Observe(o, n, latency)
+	}
+}
+
+// timed is allowNWhich (lim.AllowN when which is false), counted on the
+// timed instrument in with its latency.
+func (a *apiLimiter) timed(in *instrument, user string, n int, which bool) (admit.Decision, int) {
+	start := time.Now()
+	var d admit.Decision
+	var i int
+	if which {
+		d, i = a.allowNWhich(user, n)
+	} else {
+		d = a.lim.AllowN(user, n)
+	}
+	in.count(&d, n, time.Since(start))
+	return d, i
+}
+
+// allowNWhichObserved is allowNWhich, observed when the Service has an
+// observer.
+func (a *apiLimiter) allowNWhichObserved(sc Scope, user string, n int) (admit.Decision, int) {
+	if a.obs == nil {
+		return a.allowNWhich(user, n)
+	}
+	in := a.instrument(sc)
+	if in.timed {
+		return a.timed(in, user, n, true)
+	}
+	d, i := a.allowNWhich(user, n)
+	in.count(&d, n, 0)
+	return d, i
+}
+
+// release lets the observer, if it keeps stores (admit.Releaser), let go
+// of the limiters of old's groups whose limits snap no longer has: nothing
+// else holds them once Checks on old are done. A group whose limits snap
+// has, reused or built anew, is not released: the labels of its limiters
+// are snap's too, and an observer replaces their store when it meets them
+// again. It requires s.mu.
+func (s *Service) release(old, snap *snapshot) {
+	r, ok := s.obs.(admit.Releaser)
+	if !ok {
+		return
+	}
+	for l, g := range old.groups {
+		if _, kept := snap.groups[l]; kept {
+			continue
+		}
+		g.byAPI.Range(func(_, v any) bool {
+			v.(*apiLimiter).release(r)
+			return true
+		})
+	}
+}
