@@ -3,7 +3,6 @@ package mapstore
 import (
 	"time"
 
-	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/kernel"
 )
@@ -25,26 +24,6 @@ import (
 // its reading to the key's hold (showCompositeHold), each new entry prunes a
 // few dead ones (compHolder.prune), and the eviction or reset of a key
 // deletes its entry (shard.drop).
-
-// tbCompFullKeys is the composite of token buckets of a store of full keys.
-type tbCompFullKeys[S any] struct {
-	*compFullKeys[S]
-	reserving[string, S]
-}
-
-// tbCompHashedKeys is the composite of token buckets of a store of hashed
-// keys.
-type tbCompHashedKeys[S any] struct {
-	*compHashedKeys[S]
-	reserving[uint64, S]
-}
-
-var (
-	_ admit.KeyedReserver  = tbCompFullKeys[[2]kernel.PartState]{}
-	_ admit.KeyedReserver  = tbCompHashedKeys[[8]kernel.PartState]{}
-	_ admit.CompositeStore = tbCompFullKeys[[2]kernel.PartState]{}
-	_ admit.CompositeStore = tbCompHashedKeys[[8]kernel.PartState]{}
-)
 
 // compHolder is the holder of a composite of token buckets, whose stored
 // state S is an array of kernel.PartState (parts) and whose holds are

@@ -36,25 +36,39 @@ import (
 // a holder, the view of a reservable kernel and of its shard's holds that
 // tbHolder gives of a token bucket and compHolder of a composite.
 
-// tbFullKeys is the token bucket of a store of full keys.
-type tbFullKeys[S any] struct {
-	*fullKeys[S]
-	reserving[string, S]
-}
-
-// tbHashedKeys is the token bucket of a store of hashed keys.
-type tbHashedKeys[S any] struct {
-	*hashedKeys[S]
-	reserving[uint64, S]
-}
+// The wrappers of the stores that hand out reservations: a token bucket's
+// (buildTB) and a composite of token buckets' (buildComposite), of full keys
+// and of hashed keys.
+type (
+	tbFullKeys[S any] struct {
+		*fullKeys[S]
+		reserving[string, S]
+	}
+	tbHashedKeys[S any] struct {
+		*hashedKeys[S]
+		reserving[uint64, S]
+	}
+	tbCompFullKeys[S any] struct {
+		*compFullKeys[S]
+		reserving[string, S]
+	}
+	tbCompHashedKeys[S any] struct {
+		*compHashedKeys[S]
+		reserving[uint64, S]
+	}
+)
 
 var (
-	_ admit.KeyedReserver = tbFullKeys[uint64]{}
-	_ admit.KeyedReserver = tbFullKeys[kernel.TokenBucketState]{}
-	_ admit.KeyedReserver = tbHashedKeys[uint64]{}
-	_ admit.KeyedReserver = tbHashedKeys[kernel.TokenBucketState]{}
-	_ admit.Store         = tbFullKeys[uint64]{}
-	_ admit.Store         = tbHashedKeys[uint64]{}
+	_ admit.KeyedReserver  = tbFullKeys[uint64]{}
+	_ admit.KeyedReserver  = tbFullKeys[kernel.TokenBucketState]{}
+	_ admit.KeyedReserver  = tbHashedKeys[uint64]{}
+	_ admit.KeyedReserver  = tbHashedKeys[kernel.TokenBucketState]{}
+	_ admit.Store          = tbFullKeys[uint64]{}
+	_ admit.Store          = tbHashedKeys[uint64]{}
+	_ admit.KeyedReserver  = tbCompFullKeys[[2]kernel.PartState]{}
+	_ admit.KeyedReserver  = tbCompHashedKeys[[8]kernel.PartState]{}
+	_ admit.CompositeStore = tbCompFullKeys[[2]kernel.PartState]{}
+	_ admit.CompositeStore = tbCompHashedKeys[[8]kernel.PartState]{}
 )
 
 // pruneHolds is how many other holds a new hold examines for pruning.
