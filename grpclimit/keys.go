@@ -183,6 +183,9 @@ func (c *core) part(ctx context.Context, method string, p KeyPart) (string, bool
 // (limitopt.JoinKey). No part may contain it: a part that does makes the
 // call keyless, so no two distinct combinations of parts give the same key.
 func (c *core) partsKey(ctx context.Context, method string) (string, bool) {
+	if len(c.parts) == 1 { // the default keys, PeerIP() and FullMethod(): a direct call
+		return c.part(ctx, method, c.parts[0])
+	}
 	return limitopt.JoinKey(c.parts, func(p KeyPart) (string, bool) { return c.part(ctx, method, p) }, MaxKeyBytes)
 }
 

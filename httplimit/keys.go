@@ -121,6 +121,9 @@ func (m *Middleware) part(r *http.Request, p KeyPart) (string, bool) {
 // "%00") makes the request keyless, so no two distinct combinations of
 // parts give the same key.
 func (m *Middleware) partsKey(r *http.Request) (string, bool) {
+	if len(m.parts) == 1 { // the default key, ClientIP(), and the commonest: a direct call
+		return m.part(r, m.parts[0]) // a substring of the request: no allocation
+	}
 	return limitopt.JoinKey(m.parts, func(p KeyPart) (string, bool) { return m.part(r, p) }, MaxKeyBytes)
 }
 
