@@ -130,8 +130,8 @@ func ForService(svc *policy.Service, opts ...Option) (*Interceptor, error) {
 	if err := i.build("ForService", opts, false); err != nil {
 		return nil, err
 	}
-	if i.cfg.policyName != "" {
-		return nil, invalid("%s applies to New and NewClient; a Service's quotas are the entries of its rule book", i.cfg.policyOpt)
+	if i.cfg.PolicyName != "" {
+		return nil, invalid("%s applies to New and NewClient; a Service's quotas are the entries of its rule book", i.cfg.PolicyOpt)
 	}
 	if i.cfg.api == nil {
 		i.cfg.api = methodAPI
@@ -162,12 +162,12 @@ func (c *core) build(ctor string, opts []Option, client bool) error {
 		}
 	}
 	cfg := &c.cfg
-	c.proxies, c.parts = cfg.proxies, cfg.parts
+	c.proxies, c.parts = cfg.Proxies, cfg.Parts
 	if client {
 		switch {
-		case cfg.proxies != nil:
+		case cfg.Proxies != nil:
 			return invalid("WithTrustedProxies applies to a server's calls; an outgoing call has no peer address to key by")
-		case hasIP(cfg.parts):
+		case hasIP(cfg.Parts):
 			return invalid("NewClient: PeerIP() is the address of a server's caller, which an outgoing call does not have; key by FullMethod() or Metadata(…)")
 		case cfg.api != nil:
 			return invalid("WithAPI applies to ForService; a KeyedLimiter has one budget per key, whatever the API")
@@ -178,13 +178,13 @@ func (c *core) build(ctor string, opts []Option, client bool) error {
 		return invalid("WithAPI applies to ForService; a KeyedLimiter has one budget per key, whatever the API")
 	}
 	switch {
-	case cfg.key != nil:
-		if cfg.proxies != nil {
+	case cfg.Key != nil:
+		if cfg.Proxies != nil {
 			return invalid("WithTrustedProxies configures the peer address, which WithKey's function does not use; leave one out")
 		}
-		c.key = cfg.key
-	case cfg.parts != nil:
-		if cfg.proxies != nil && !hasIP(cfg.parts) {
+		c.key = cfg.Key
+	case cfg.Parts != nil:
+		if cfg.Proxies != nil && !hasIP(cfg.Parts) {
 			return invalid("WithTrustedProxies configures the peer address, which WithKeyFrom's parts do not include; add PeerIP() or leave it out")
 		}
 		c.key = c.partsKey
@@ -214,7 +214,7 @@ func (c *core) limiter(ctor string, lim admit.KeyedLimiter) error {
 		return invalid("%s(nil, …); pass a KeyedLimiter, such as the one sharded.New(rule) returns", ctor)
 	}
 	c.lim = lim
-	q, comp, limits, conflict := ratehdr.LimiterQuota(c.cfg.policyName, c.cfg.policyRule, lim)
+	q, comp, limits, conflict := ratehdr.LimiterQuota(c.cfg.PolicyName, c.cfg.PolicyRule, lim)
 	if conflict != "" {
 		return invalid("%s", conflict)
 	}
@@ -227,7 +227,7 @@ func (c *core) limiter(ctor string, lim admit.KeyedLimiter) error {
 // with the labels of an interceptor: Source "grpc", Name name, Limits
 // limits, and Store lim when it reports its StoreStats.
 func (c *core) instrument(name string, limits admit.Limits, lim admit.KeyedLimiter) {
-	o := c.cfg.observer
+	o := c.cfg.Observer
 	if o == nil {
 		return
 	}
@@ -268,7 +268,7 @@ func (c *core) decide(ctx context.Context, method string) verdict {
 	}
 	key, ok := c.key(ctx, method)
 	if !ok || key == "" || len(key) > MaxKeyBytes {
-		if cfg.unknownKey == "" {
+		if cfg.UnknownKey == "" {
 			if cfg.shadow {
 				if c.inst != nil {
 					c.observe(admit.ShadowDenied, start)
@@ -283,7 +283,7 @@ func (c *core) decide(ctx context.Context, method string) verdict {
 			}
 			return verdict{out: refuse}
 		}
-		key = cfg.unknownKey
+		key = cfg.UnknownKey
 	}
 
 	v := verdict{decided: true, key: key}

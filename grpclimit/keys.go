@@ -2,6 +2,7 @@ package grpclimit
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/admit-go/admit/internal/clientip"
+	"github.com/admit-go/admit/internal/limitopt"
 )
 
 // MaxKeyBytes is the longest key the interceptors charge. A longer key,
@@ -90,6 +92,19 @@ func Metadata(name string) KeyPart {
 // method names the client chooses.
 func FullMethod() KeyPart { return KeyPart{kind: partMethod} }
 
+// badName says what is wrong with the name of WithKeyFrom's part p, or ""
+// when nothing is (or p has no name).
+func badName(p KeyPart) string {
+	if p.kind != partMetadata || validMetadataKey(p.name) {
+		return ""
+	}
+	return fmt.Sprintf("WithKeyFrom: Metadata(%s): not a metadata key; want lowercase letters, digits, '-', '_' and '.', such as \"x-api-key\"", quote(p.name))
+}
+
+// quote quotes s for an error message, cut to its first 64 bytes (and "…"),
+// so that a huge input cannot make a huge error.
+func quote(s string) string { return clientip.Quote(s) }
+
 // validMetadataKey reports whether s is a metadata key gRPC can carry:
 // lowercase letters, digits, '-', '_' and '.' (the gRPC over HTTP/2
 // protocol's Header-Name).
@@ -105,11 +120,6 @@ func validMetadataKey(s string) bool {
 	}
 	return true
 }
-
-// keySep separates the parts of a key. No part may contain it: a part that
-// does makes the call keyless, so no two distinct combinations of parts
-// give the same key.
-const keySep = '\x00'
 
 // ProxyHeader names the forwarding metadata a trusted proxy writes; see
 // [WithTrustedProxies]. A proxy in front of a gRPC server (Envoy, an HTTP/2
@@ -169,27 +179,14 @@ func (c *core) part(ctx context.Context, method string, p KeyPart) (string, bool
 	return v, v != ""
 }
 
-// partsKey is the KeyFunc of WithKeyFrom: the parts joined by keySep.
+// partsKey is the KeyFunc of WithKeyFrom: the parts joined by a NUL byte
+// (limitopt.JoinKey). No part may contain it: a part that does makes the
+// call keyless, so no two distinct combinations of parts give the same key.
 func (c *core) partsKey(ctx context.Context, method string) (string, bool) {
-	if len(c.parts) == 1 {
+	if len(c.parts) == 1 { // the default keys, PeerIP() and FullMethod(): a direct call
 		return c.part(ctx, method, c.parts[0])
 	}
-	var buf [256]byte
-	b := buf[:0]
-	for i, p := range c.parts {
-		v, ok := c.part(ctx, method, p)
-		if !ok || strings.IndexByte(v, keySep) >= 0 {
-			return "", false
-		}
-		if i > 0 {
-			b = append(b, keySep)
-		}
-		b = append(b, v...)
-		if len(b) > MaxKeyBytes {
-			return "", false
-		}
-	}
-	return string(b), true
+	return limitopt.JoinKey(c.parts, func(p KeyPart) (string, bool) { return c.part(ctx, method, p) }, MaxKeyBytes)
 }
 
 // peerKey is the PeerIP key of a call: its peer's address, or, when that

@@ -2,11 +2,10 @@ package grpclimit
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/clientip"
-	"github.com/admit-go/admit/internal/ratehdr"
+	"github.com/admit-go/admit/internal/limitopt"
 )
 
 // An Option configures an [Interceptor] or a [Client]; pass options to
@@ -19,35 +18,19 @@ type Option func(*config) error
 
 // config is the resolved form of the options.
 type config struct {
-	keyOpt     string // the option that set the key, for conflict errors; "" for the default
-	key        KeyFunc
-	parts      []KeyPart
-	proxies    *clientip.Proxies
-	unknownKey string
 	exempt     func(context.Context, string) bool
 	shadow     bool
 	hook       func(context.Context, Denial)
-	policyOpt  string // the option that named the quota, for conflict errors
-	policyName string
-	policyRule *admit.Rule
 	api        func(string) string
 	admittedMD bool
-	observer   admit.Observer
+
+	limitopt.Common[KeyFunc, KeyPart] // what httplimit and grpclimit share
 }
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("grpclimit: %w: "+format, append([]any{admit.ErrInvalidOption}, args...)...)
-}
+// pkg names the package in the errors of its options.
+const pkg limitopt.Pkg = "grpclimit"
 
-func quote(s string) string { return clientip.Quote(s) }
-
-func (c *config) setKey(opt string) error {
-	if c.keyOpt != "" {
-		return invalid("%s and %s both set the key; pass one", c.keyOpt, opt)
-	}
-	c.keyOpt = opt
-	return nil
-}
+func invalid(format string, args ...any) error { return pkg.Invalid(format, args...) }
 
 // WithKey makes f derive the key of each call instead of the default
 // ([PeerIP] for [New] and [ForService], [FullMethod] for [NewClient]).
@@ -56,14 +39,7 @@ func (c *config) setKey(opt string) error {
 // that f does not use).
 func WithKey(f KeyFunc) Option {
 	return func(c *config) error {
-		if f == nil {
-			return invalid("WithKey(nil); pass a KeyFunc, or leave the option out for the default key")
-		}
-		if err := c.setKey("WithKey"); err != nil {
-			return err
-		}
-		c.key = f
-		return nil
+		return c.SetKey(pkg, f, f == nil, "WithKey(nil); pass a KeyFunc, or leave the option out for the default key")
 	}
 }
 
@@ -72,25 +48,14 @@ func WithKey(f KeyFunc) Option {
 // budget per method, WithKeyFrom(Metadata("x-api-key")) one per API key. A
 // call lacking any part has no key (see [WithUnknownKey]).
 func WithKeyFrom(parts ...KeyPart) Option {
-	return func(c *config) error {
-		if len(parts) == 0 {
-			return invalid("WithKeyFrom(): no parts; pass at least one, such as PeerIP() or Metadata(\"x-api-key\")")
-		}
-		for i, p := range parts {
-			switch {
-			case p.kind < partIP || p.kind > partMethod:
-				return invalid("WithKeyFrom: part %d is the zero KeyPart; build parts with PeerIP, Metadata or FullMethod", i)
-			case p.kind == partMetadata && !validMetadataKey(p.name):
-				return invalid("WithKeyFrom: Metadata(%s): not a metadata key; want lowercase letters, digits, '-', '_' and '.', such as \"x-api-key\"", quote(p.name))
-			}
-		}
-		if err := c.setKey("WithKeyFrom"); err != nil {
-			return err
-		}
-		c.parts = append([]KeyPart(nil), parts...)
-		return nil
-	}
+	return func(c *config) error { return c.SetParts(pkg, parts, noParts, zeroPart, badName) }
 }
+
+// The errors of WithKeyFrom: without parts, and with the zero KeyPart.
+const (
+	noParts  = "WithKeyFrom(): no parts; pass at least one, such as PeerIP() or Metadata(\"x-api-key\")"
+	zeroPart = "build parts with PeerIP, Metadata or FullMethod"
+)
 
 // WithTrustedProxies makes the [PeerIP] of a call that arrives from one of
 // networks (CIDR prefixes such as "10.0.0.0/8" or "2001:db8::/32", or single
@@ -117,27 +82,14 @@ func WithKeyFrom(parts ...KeyPart) Option {
 // header, together with a key that does not use the peer address
 // ([WithKey], or [WithKeyFrom] without [PeerIP]), or with [NewClient].
 func WithTrustedProxies(header ProxyHeader, networks ...string) Option {
-	return func(c *config) error {
-		p, err := clientip.Trust(c.proxies, clientip.Header(header), networks)
-		if err != nil {
-			return fmt.Errorf("grpclimit: %w: %w", admit.ErrInvalidOption, err)
-		}
-		c.proxies = p
-		return nil
-	}
+	return func(c *config) error { return c.TrustProxies(pkg, clientip.Header(header), networks) }
 }
 
 // WithUnknownKey charges every call without a key to the one shared key
 // instead of refusing it with codes.InvalidArgument. Such calls then share
 // one budget: choose a key no real client can have, such as "unknown".
 func WithUnknownKey(key string) Option {
-	return func(c *config) error {
-		if key == "" || len(key) > MaxKeyBytes {
-			return invalid("WithUnknownKey(%s): want a non-empty key of at most %d bytes, such as \"unknown\"", quote(key), MaxKeyBytes)
-		}
-		c.unknownKey = key
-		return nil
-	}
+	return func(c *config) error { return c.SetUnknownKey(pkg, key, MaxKeyBytes) }
 }
 
 // WithExempt exempts every call for which exempt returns true (health
@@ -151,11 +103,7 @@ func WithUnknownKey(key string) Option {
 //	})
 func WithExempt(exempt func(ctx context.Context, fullMethod string) bool) Option {
 	return func(c *config) error {
-		if exempt == nil {
-			return invalid("WithExempt(nil); pass a predicate of the full method, such as func(_ context.Context, m string) bool { return m == \"/grpc.health.v1.Health/Check\" }")
-		}
-		c.exempt = exempt
-		return nil
+		return limitopt.Set(pkg, &c.exempt, exempt, exempt == nil, "WithExempt(nil); pass a predicate of the full method, such as func(_ context.Context, m string) bool { return m == \"/grpc.health.v1.Health/Check\" }")
 	}
 }
 
@@ -190,16 +138,7 @@ func WithShadow(hook func(ctx context.Context, d Denial)) Option {
 // [WithPolicyName], and over a limiter of composite limits, which no one
 // rule describes (name its quota with WithPolicyName).
 func WithPolicy(name string, rule admit.Rule) Option {
-	return func(c *config) error {
-		if err := c.setPolicyName("WithPolicy", name); err != nil {
-			return err
-		}
-		if err := rule.Validate(); err != nil {
-			return fmt.Errorf("grpclimit: %w: WithPolicy(%s): %w", admit.ErrInvalidOption, quote(name), err)
-		}
-		c.policyRule = &rule
-		return nil
-	}
+	return func(c *config) error { return c.SetPolicy(pkg, name, rule) }
 }
 
 // WithPolicyName names the quota of an interceptor built by [New] or
@@ -211,19 +150,7 @@ func WithPolicy(name string, rule admit.Rule) Option {
 // [ForService], whose rule book names its quotas, and with [WithPolicy],
 // which names the quota too.
 func WithPolicyName(name string) Option {
-	return func(c *config) error { return c.setPolicyName("WithPolicyName", name) }
-}
-
-// setPolicyName checks name as a quota's name and records which option gave it.
-func (c *config) setPolicyName(opt, name string) error {
-	if msg := ratehdr.QuotaNameError(opt, name); msg != "" {
-		return invalid("%s", msg)
-	}
-	if c.policyOpt != "" && c.policyOpt != opt {
-		return invalid("%s and %s both name the quota; pass one (WithPolicy also gives the rule, WithPolicyName keeps the limiter's)", c.policyOpt, opt)
-	}
-	c.policyOpt, c.policyName = opt, name
-	return nil
+	return func(c *config) error { return c.SetPolicyName(pkg, "WithPolicyName", name) }
 }
 
 // WithAPI makes api name the API of each call for a [ForService]
@@ -241,11 +168,7 @@ func (c *config) setPolicyName(opt, name string) error {
 // It is an error with [New] and [NewClient].
 func WithAPI(api func(fullMethod string) string) Option {
 	return func(c *config) error {
-		if api == nil {
-			return invalid("WithAPI(nil); pass a function of the full method, or leave the option out to use the full method name")
-		}
-		c.api = api
-		return nil
+		return limitopt.Set(pkg, &c.api, api, api == nil, "WithAPI(nil); pass a function of the full method, or leave the option out to use the full method name")
 	}
 }
 
@@ -257,10 +180,7 @@ func WithAPI(api func(fullMethod string) string) Option {
 // grpc's merging of them into the header. It is an error with
 // [NewClient], whose caller finds the delay in the error of a denial.
 func WithAdmittedMetadata() Option {
-	return func(c *config) error {
-		c.admittedMD = true
-		return nil
-	}
+	return func(c *config) error { c.admittedMD = true; return nil }
 }
 
 // WithObserver makes the interceptors report what they did with each call
@@ -295,13 +215,7 @@ func WithAdmittedMetadata() Option {
 // error wrapping [admit.ErrInvalidOption]: leave the option out to observe
 // nothing.
 func WithObserver(o admit.Observer) Option {
-	return func(c *config) error {
-		if o == nil {
-			return invalid("WithObserver(nil); pass an admit.Observer (a *tally.Tally, say), or leave the option out to observe nothing")
-		}
-		c.observer = o
-		return nil
-	}
+	return func(c *config) error { return c.SetObserver(pkg, o) }
 }
 
 // Denial describes a call the interceptors denied, would have denied in

@@ -3,9 +3,9 @@ package httplimit
 import (
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/admit-go/admit/internal/clientip"
+	"github.com/admit-go/admit/internal/limitopt"
 )
 
 // MaxKeyBytes is the longest key the middleware charges. A longer key, from
@@ -93,12 +93,6 @@ func Path() KeyPart { return KeyPart{kind: partPath} }
 // mw.Handler(h))); a request without a pattern has no key.
 func Route() KeyPart { return KeyPart{kind: partRoute} }
 
-// keySep separates the parts of a key. No part may contain it: net/http
-// rejects it in methods and header values, and a part that does contain it
-// (a path with "%00") makes the request keyless, so no two distinct
-// combinations of parts give the same key.
-const keySep = '\x00'
-
 // part returns the value of part p for r.
 func (m *Middleware) part(r *http.Request, p KeyPart) (string, bool) {
 	var v string
@@ -121,27 +115,16 @@ func (m *Middleware) part(r *http.Request, p KeyPart) (string, bool) {
 	return v, v != ""
 }
 
-// partsKey is the KeyFunc of WithKeyFrom: the parts joined by keySep.
+// partsKey is the KeyFunc of WithKeyFrom: the parts joined by a NUL byte
+// (limitopt.JoinKey). No part may contain it: net/http rejects it in
+// methods and header values, and a part that does contain it (a path with
+// "%00") makes the request keyless, so no two distinct combinations of
+// parts give the same key.
 func (m *Middleware) partsKey(r *http.Request) (string, bool) {
-	if len(m.parts) == 1 {
+	if len(m.parts) == 1 { // the default key, ClientIP(), and the commonest: a direct call
 		return m.part(r, m.parts[0]) // a substring of the request: no allocation
 	}
-	var buf [256]byte
-	b := buf[:0]
-	for i, p := range m.parts {
-		v, ok := m.part(r, p)
-		if !ok || strings.IndexByte(v, keySep) >= 0 {
-			return "", false
-		}
-		if i > 0 {
-			b = append(b, keySep)
-		}
-		b = append(b, v...)
-		if len(b) > MaxKeyBytes {
-			return "", false
-		}
-	}
-	return string(b), true
+	return limitopt.JoinKey(m.parts, func(p KeyPart) (string, bool) { return m.part(r, p) }, MaxKeyBytes)
 }
 
 // clientKey is the ClientIP key of r.

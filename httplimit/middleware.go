@@ -74,7 +74,7 @@ func New(lim admit.KeyedLimiter, opts ...Option) (*Middleware, error) {
 		return nil, invalid("WithAPI applies to ForService; a KeyedLimiter has one budget per key, whatever the API")
 	}
 	m.lim = lim
-	q, comp, limits, conflict := ratehdr.LimiterQuota(m.cfg.policyName, m.cfg.policyRule, lim)
+	q, comp, limits, conflict := ratehdr.LimiterQuota(m.cfg.PolicyName, m.cfg.PolicyRule, lim)
 	if conflict != "" {
 		return nil, invalid("%s", conflict)
 	}
@@ -111,8 +111,8 @@ func ForService(svc *policy.Service, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.cfg.policyName != "" {
-		return nil, invalid("%s applies to New; a Service's quotas are the entries of its rule book", m.cfg.policyOpt)
+	if m.cfg.PolicyName != "" {
+		return nil, invalid("%s applies to New; a Service's quotas are the entries of its rule book", m.cfg.PolicyOpt)
 	}
 	if m.cfg.api == nil {
 		m.cfg.api = routeAPI
@@ -132,7 +132,7 @@ const serviceName = "service"
 // WithObserver Observer, with the labels of a middleware: Source "http",
 // Name name, Limits limits, and Store lim when it reports its StoreStats.
 func (m *Middleware) instrument(name string, limits admit.Limits, lim admit.KeyedLimiter) {
-	o := m.cfg.observer
+	o := m.cfg.Observer
 	if o == nil {
 		return
 	}
@@ -164,15 +164,15 @@ func build(opts []Option) (*Middleware, error) {
 		}
 	}
 	c := &m.cfg
-	m.proxies, m.parts = c.proxies, c.parts
+	m.proxies, m.parts = c.Proxies, c.Parts
 	switch {
-	case c.key != nil:
-		if c.proxies != nil {
+	case c.Key != nil:
+		if c.Proxies != nil {
 			return nil, invalid("WithTrustedProxies configures the client IP, which WithKey's function does not use; leave one out")
 		}
-		m.key = c.key
-	case c.parts != nil:
-		if c.proxies != nil && !hasIP(c.parts) {
+		m.key = c.Key
+	case c.Parts != nil:
+		if c.Proxies != nil && !hasIP(c.Parts) {
 			return nil, invalid("WithTrustedProxies configures the client IP, which WithKeyFrom's parts do not include; add ClientIP() or leave it out")
 		}
 		m.key = m.partsKey
@@ -225,11 +225,11 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	}
 	key, ok := m.key(r)
 	if !ok || key == "" || len(key) > MaxKeyBytes {
-		if c.unknownKey == "" {
+		if c.UnknownKey == "" {
 			m.unkeyed(w, r, next, start)
 			return
 		}
-		key = c.unknownKey
+		key = c.UnknownKey
 	}
 
 	var d admit.Decision

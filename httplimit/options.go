@@ -7,7 +7,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/clientip"
-	"github.com/admit-go/admit/internal/ratehdr"
+	"github.com/admit-go/admit/internal/limitopt"
 )
 
 // An Option configures a [Middleware]; pass options to [New] or [ForService].
@@ -18,38 +18,24 @@ type Option func(*config) error
 
 // config is the resolved form of the options.
 type config struct {
-	keyOpt     string // the option that set the key, for conflict errors; "" for the default
-	key        KeyFunc
-	parts      []KeyPart
-	proxies    *clientip.Proxies
-	unknownKey string
-	exempt     func(*http.Request) bool
-	shadow     bool
-	hook       func(*http.Request, Denial)
-	deny       func(http.ResponseWriter, *http.Request, Denial)
-	legacy     bool
-	policyOpt  string // the option that named the quota, for conflict errors
-	policyName string
-	policyRule *admit.Rule
-	api        func(*http.Request) string
-	observer   admit.Observer
+	exempt func(*http.Request) bool
+	shadow bool
+	hook   func(*http.Request, Denial)
+	deny   func(http.ResponseWriter, *http.Request, Denial)
+	legacy bool
+	api    func(*http.Request) string
+
+	limitopt.Common[KeyFunc, KeyPart] // what httplimit and grpclimit share
 }
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("httplimit: %w: "+format, append([]any{admit.ErrInvalidOption}, args...)...)
-}
+// pkg names the package in the errors of its options.
+const pkg limitopt.Pkg = "httplimit"
+
+func invalid(format string, args ...any) error { return pkg.Invalid(format, args...) }
 
 // quote quotes s for an error message, cut to its first 64 bytes (and "…"),
 // so that a huge input cannot make a huge error.
 func quote(s string) string { return clientip.Quote(s) }
-
-func (c *config) setKey(opt string) error {
-	if c.keyOpt != "" {
-		return invalid("%s and %s both set the key; pass one", c.keyOpt, opt)
-	}
-	c.keyOpt = opt
-	return nil
-}
 
 // WithKey makes f derive the key of each request instead of the client IP.
 // With [ForService], the key is the user. It cannot be combined with
@@ -57,14 +43,7 @@ func (c *config) setKey(opt string) error {
 // f does not use).
 func WithKey(f KeyFunc) Option {
 	return func(c *config) error {
-		if f == nil {
-			return invalid("WithKey(nil); pass a KeyFunc, or leave the option out to key by client IP")
-		}
-		if err := c.setKey("WithKey"); err != nil {
-			return err
-		}
-		c.key = f
-		return nil
+		return c.SetKey(pkg, f, f == nil, "WithKey(nil); pass a KeyFunc, or leave the option out to key by client IP")
 	}
 }
 
@@ -73,25 +52,23 @@ func WithKey(f KeyFunc) Option {
 // route. A request lacking any part has no key (see [WithUnknownKey]). With
 // no option the key is ClientIP() alone.
 func WithKeyFrom(parts ...KeyPart) Option {
-	return func(c *config) error {
-		if len(parts) == 0 {
-			return invalid("WithKeyFrom(): no parts; pass at least one, such as ClientIP() or RequestHeader(\"X-API-Key\")")
-		}
-		for i, p := range parts {
-			switch {
-			case p.kind < partIP || p.kind > partRoute:
-				return invalid("WithKeyFrom: part %d is the zero KeyPart; build parts with ClientIP, RequestHeader, Method, Path or Route", i)
-			case p.kind == partHeader && !validHeaderName(p.header):
-				return invalid("WithKeyFrom: RequestHeader(%s): not a header name; want a token such as \"X-API-Key\"", quote(p.header))
-			}
-		}
-		if err := c.setKey("WithKeyFrom"); err != nil {
-			return err
-		}
-		c.parts = append([]KeyPart(nil), parts...)
-		return nil
-	}
+	return func(c *config) error { return c.SetParts(pkg, parts, noParts, zeroPart, badName) }
 }
+
+// badName says what is wrong with the name of WithKeyFrom's part p, or ""
+// when nothing is (or p has no name).
+func badName(p KeyPart) string {
+	if p.kind != partHeader || validHeaderName(p.header) {
+		return ""
+	}
+	return fmt.Sprintf("WithKeyFrom: RequestHeader(%s): not a header name; want a token such as \"X-API-Key\"", quote(p.header))
+}
+
+// The errors of WithKeyFrom: without parts, and with the zero KeyPart.
+const (
+	noParts  = "WithKeyFrom(): no parts; pass at least one, such as ClientIP() or RequestHeader(\"X-API-Key\")"
+	zeroPart = "build parts with ClientIP, RequestHeader, Method, Path or Route"
+)
 
 func validHeaderName(s string) bool {
 	if s == "" {
@@ -127,27 +104,14 @@ func validHeaderName(s string) bool {
 // networks they map), a second header, or together with a key that does not
 // use the client IP ([WithKey], or [WithKeyFrom] without [ClientIP]).
 func WithTrustedProxies(header ProxyHeader, networks ...string) Option {
-	return func(c *config) error {
-		p, err := clientip.Trust(c.proxies, clientip.Header(header), networks)
-		if err != nil {
-			return fmt.Errorf("httplimit: %w: %w", admit.ErrInvalidOption, err)
-		}
-		c.proxies = p
-		return nil
-	}
+	return func(c *config) error { return c.TrustProxies(pkg, clientip.Header(header), networks) }
 }
 
 // WithUnknownKey charges every request without a key to the one shared key
 // instead of rejecting it with 400 Bad Request. Such requests then share one
 // budget: choose a key no real client can have, such as "unknown".
 func WithUnknownKey(key string) Option {
-	return func(c *config) error {
-		if key == "" || len(key) > MaxKeyBytes {
-			return invalid("WithUnknownKey(%s): want a non-empty key of at most %d bytes, such as \"unknown\"", quote(key), MaxKeyBytes)
-		}
-		c.unknownKey = key
-		return nil
-	}
+	return func(c *config) error { return c.SetUnknownKey(pkg, key, MaxKeyBytes) }
 }
 
 // WithExempt exempts every request for which exempt returns true (health
@@ -156,11 +120,7 @@ func WithUnknownKey(key string) Option {
 // first, for every request, concurrently; it must be fast and must not retain r.
 func WithExempt(exempt func(r *http.Request) bool) Option {
 	return func(c *config) error {
-		if exempt == nil {
-			return invalid("WithExempt(nil); pass a predicate, such as func(r *http.Request) bool { return r.URL.Path == \"/healthz\" }")
-		}
-		c.exempt = exempt
-		return nil
+		return limitopt.Set(pkg, &c.exempt, exempt, exempt == nil, "WithExempt(nil); pass a predicate, such as func(r *http.Request) bool { return r.URL.Path == \"/healthz\" }")
 	}
 }
 
@@ -189,11 +149,7 @@ func WithShadow(hook func(r *http.Request, d Denial)) Option {
 // returns. It is not called in shadow mode, which never denies.
 func WithDenyHandler(deny func(w http.ResponseWriter, r *http.Request, d Denial)) Option {
 	return func(c *config) error {
-		if deny == nil {
-			return invalid("WithDenyHandler(nil); pass a handler, or leave the option out for the 429 problem body")
-		}
-		c.deny = deny
-		return nil
+		return limitopt.Set(pkg, &c.deny, deny, deny == nil, "WithDenyHandler(nil); pass a handler, or leave the option out for the 429 problem body")
 	}
 }
 
@@ -202,10 +158,7 @@ func WithDenyHandler(deny func(w http.ResponseWriter, r *http.Request, d Denial)
 // X-RateLimit-Reset (delta seconds, as the RateLimit field's t) to every
 // limited response, for clients that predate the draft.
 func WithLegacyHeaders() Option {
-	return func(c *config) error {
-		c.legacy = true
-		return nil
-	}
+	return func(c *config) error { c.legacy = true; return nil }
 }
 
 // WithPolicy names the quota of a middleware built by [New] and gives the
@@ -221,16 +174,7 @@ func WithLegacyHeaders() Option {
 // [WithPolicyName], and over an [admit.CompositeStore] of two or more rules,
 // which no one rule describes (name its quota with WithPolicyName).
 func WithPolicy(name string, rule admit.Rule) Option {
-	return func(c *config) error {
-		if err := c.setPolicyName("WithPolicy", name); err != nil {
-			return err
-		}
-		if err := rule.Validate(); err != nil {
-			return fmt.Errorf("httplimit: %w: WithPolicy(%s): %w", admit.ErrInvalidOption, quote(name), err)
-		}
-		c.policyRule = &rule
-		return nil
-	}
+	return func(c *config) error { return c.SetPolicy(pkg, name, rule) }
 }
 
 // WithPolicyName names the quota of a middleware built by [New] without
@@ -244,19 +188,7 @@ func WithPolicy(name string, rule admit.Rule) Option {
 // [ForService], whose rule book names its quotas, and with [WithPolicy],
 // which names the quota too.
 func WithPolicyName(name string) Option {
-	return func(c *config) error { return c.setPolicyName("WithPolicyName", name) }
-}
-
-// setPolicyName checks name as a quota's name and records which option gave it.
-func (c *config) setPolicyName(opt, name string) error {
-	if msg := ratehdr.QuotaNameError(opt, name); msg != "" {
-		return invalid("%s", msg)
-	}
-	if c.policyOpt != "" && c.policyOpt != opt {
-		return invalid("%s and %s both name the quota; pass one (WithPolicy also gives the rule, WithPolicyName keeps the limiter's)", c.policyOpt, opt)
-	}
-	c.policyOpt, c.policyName = opt, name
-	return nil
+	return func(c *config) error { return c.SetPolicyName(pkg, "WithPolicyName", name) }
 }
 
 // WithAPI makes api name the API of each request for a [ForService]
@@ -277,11 +209,7 @@ func (c *config) setPolicyName(opt, name string) error {
 // It is an error with [New].
 func WithAPI(api func(r *http.Request) string) Option {
 	return func(c *config) error {
-		if api == nil {
-			return invalid("WithAPI(nil); pass a function of the request, or leave the option out to use the route")
-		}
-		c.api = api
-		return nil
+		return limitopt.Set(pkg, &c.api, api, api == nil, "WithAPI(nil); pass a function of the request, or leave the option out to use the route")
 	}
 }
 
@@ -317,13 +245,7 @@ func WithAPI(api func(r *http.Request) string) Option {
 // an error wrapping [admit.ErrInvalidOption]: leave the option out to
 // observe nothing.
 func WithObserver(o admit.Observer) Option {
-	return func(c *config) error {
-		if o == nil {
-			return invalid("WithObserver(nil); pass an admit.Observer (a *tally.Tally, say), or leave the option out to observe nothing")
-		}
-		c.observer = o
-		return nil
-	}
+	return func(c *config) error { return c.SetObserver(pkg, o) }
 }
 
 // RouteAPI returns the API name of a ServeMux pattern, as [ForService] uses by

@@ -73,14 +73,14 @@ func buildComposite[S any](k *kernel.Composite, set plumb.Settings) admit.Compos
 		l := new(compHashedKeys[S])
 		l.initComposite(k, set, nil)
 		if k.Reservable() {
-			return tbCompHashedKeys[S]{l}
+			return tbCompHashedKeys[S]{l, reserving[uint64, S]{&l.store}}
 		}
 		return l
 	}
 	l := new(compFullKeys[S])
 	l.initComposite(k, set, strings.Clone)
 	if k.Reservable() {
-		return tbCompFullKeys[S]{l}
+		return tbCompFullKeys[S]{l, reserving[string, S]{&l.store}}
 	}
 	return l
 }

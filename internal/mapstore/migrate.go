@@ -21,9 +21,8 @@ import (
 // the state taken; one ordered after finds the key missing.
 //
 // The hooks are read only on the path of a key the shard does not hold
-// (missing, and the same place in reserveN and reserveComposite), never on
-// the path of a stored key: a store without hooks pays one atomic load
-// there. On that path Adopt is called with the shard's lock released (it
+// (missing, and the same place in reserveHeld), never on the path of a
+// stored key: a store without hooks pays one atomic load there. On that path Adopt is called with the shard's lock released (it
 // may Put the key here, and the Service takes its migration mutex before
 // any store's lock, so that two stores trading keys cannot deadlock), and
 // the key is looked up again under the lock; if it is still missing, Keep
