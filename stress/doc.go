@@ -76,14 +76,18 @@
 // sharded, for every form of state and every path (Allow, AllowN,
 // ReserveN, reservations mixed with Allow), it hammers one fresh state per
 // round on a frozen clock from goroutines (GOMAXPROCS at least 2) that
-// start from a spin barrier and keep within a few calls of each other, and
-// requires exact conservation: what they were admitted, plus what one
-// goroutine is admitted after them, equals what one goroutine alone gets.
-// Its rounds go on, within a bound, until enough calls overlapped another.
+// start from a spin barrier, each on a CPU of its own (on Linux), and keep
+// within a few calls of each other, and requires exact conservation: what
+// they were admitted, plus what one goroutine is admitted after them,
+// equals what one goroutine alone gets. Its rounds go on, within a bound,
+// until enough calls overlapped another; its first-call rounds walk many
+// small fresh states in step, so that the goroutines' first calls meet.
 // TestLostUpdateHeld races a reservation that must wait, and so holds the
 // bucket, with Allow calls taking its last tokens, in many small rounds,
 // and requires that a final reservation waits exactly as long as after as
-// many tokens taken by one goroutine.
+// many tokens taken by one goroutine. TestLostUpdateRetire races the
+// compare-and-swaps that retire a state (an eviction, a Reload's Take, a
+// table rebuild's freeze, atomic's Reset) with admissions on it.
 // tools/mutants plants a Store in place of each compare-and-swap of atomic
 // and internal/table and counts how often the package catches it
 // (docs/stress.md).

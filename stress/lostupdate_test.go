@@ -357,15 +357,20 @@ var luFirstRules = []luRule{
 // and luFirstCalls how many calls each goroutine makes on each.
 var luFirstRounds = budget{full: 16, short: 4}
 
+// luStep is how many calls one goroutine may be ahead of another: 2, so
+// that a goroutine whose first call on a state stored it may make its
+// second, lock-free, while the other's first call waits on the store's
+// slow path (with 1 it would wait for that call to end).
 const (
 	luFirstStates = 256
 	luFirstCalls  = 4
+	luStep        = 2
 )
 
 // luFirst runs the first-call rounds of every Allow and AllowN path of rc
 // on s: in each, g goroutines walk luFirstStates fresh states in the same
-// order, in step (at most a call apart), calling each luFirstCalls times,
-// so that their first calls on a state meet. Each state's conservation is
+// order, in step (less than luStep calls apart), calling each luFirstCalls
+// times, so that their first calls on a state meet. Each state's conservation is
 // checked as luRun checks a round's.
 func luFirst(t *testing.T, s luSubject, rc luRule, g int) {
 	for _, p := range luPaths(rc) {
@@ -395,8 +400,8 @@ func luFirst(t *testing.T, s luSubject, rc luRule, g int) {
 
 // luLockstep has g goroutines, released together from a spin barrier and
 // pinned to CPUs of their own, call each of calls luFirstCalls times, in
-// order, none more than a call ahead of another, and returns how many
-// calls of each were admitted.
+// order, none luStep calls ahead of another, and returns how many calls of
+// each were admitted.
 func luLockstep(calls []func() bool, g int) []int {
 	got := make([]atomic.Int64, len(calls))
 	progress := make([]struct {
@@ -406,7 +411,7 @@ func luLockstep(calls []func() bool, g int) []int {
 	ahead := func(i int) bool {
 		mine := progress[i].n.Load()
 		for j := range progress {
-			if j != i && mine > progress[j].n.Load() {
+			if j != i && mine-progress[j].n.Load() >= luStep {
 				return true
 			}
 		}
