@@ -404,40 +404,20 @@ func luFirst(t *testing.T, s luSubject, rc luRule, g int) {
 // each were admitted.
 func luLockstep(calls []func() bool, g int) []int {
 	got := make([]atomic.Int64, len(calls))
-	progress := make([]struct {
-		n atomic.Int64
-		_ [56]byte // one cache line each
-	}, g)
-	ahead := func(i int) bool {
-		mine := progress[i].n.Load()
-		for j := range progress {
-			if j != i && mine-progress[j].n.Load() >= luStep {
-				return true
+	progress := newLuProgress(g)
+	ahead := func(i int) bool { return progress.ahead(i, luStep) }
+	luGo(g, 0, func(i int) {
+		for k, call := range calls {
+			for range luFirstCalls {
+				for ahead(i) {
+				}
+				if call() {
+					got[k].Add(1)
+				}
+				progress[i].n.Add(1)
 			}
 		}
-		return false
-	}
-	var done sync.WaitGroup
-	b := spinBarrier{n: int32(g)}
-	done.Add(g)
-	for i := range g {
-		go func() {
-			defer done.Done()
-			defer pinThread(i)()
-			b.wait()
-			for k, call := range calls {
-				for range luFirstCalls {
-					for ahead(i) {
-					}
-					if call() {
-						got[k].Add(1)
-					}
-					progress[i].n.Add(1)
-				}
-			}
-		}()
-	}
-	done.Wait()
+	})
 	n := make([]int, len(calls))
 	for i := range got {
 		n[i] = int(got[i].Load())
@@ -475,66 +455,85 @@ func luDrain(call func() bool, limit int) int {
 // the lag bound the running one would spend the round's budget alone, and
 // with it the calls are made while both run.
 func luHammer(call func() bool, g, overlaps int) (admitted, overlapped int) {
-	var done sync.WaitGroup
 	var total, over atomic.Int64
-	progress := make([]struct {
-		n atomic.Int64
-		_ [56]byte // one cache line each
-	}, g)
-	ahead := func(i int) bool {
-		mine := progress[i].n.Load()
-		for j := range progress {
-			if j != i && mine-progress[j].n.Load() >= luLag {
-				return true
+	progress := newLuProgress(g)
+	ahead := func(i int) bool { return progress.ahead(i, luLag) }
+	luGo(g, 0, func(i int) {
+		var n, ov int64
+		for ov < int64(overlaps/g) {
+			for ahead(i) {
+			}
+			before := progress.others(i)
+			if !call() {
+				break
+			}
+			n++
+			progress[i].n.Add(1)
+			if progress.others(i) != before {
+				ov++ // another goroutine's call ended during this one
 			}
 		}
-		return false
-	}
-	others := func(i int) (sum int64) {
-		for j := range progress {
-			if j != i {
-				sum += progress[j].n.Load()
-			}
-		}
-		return sum
-	}
-	b := spinBarrier{n: int32(g)}
+		progress[i].n.Store(math.MaxInt64 / 2) // done: nobody waits for it
+		total.Add(n)
+		over.Add(ov)
+	})
+	return int(total.Load()), int(over.Load())
+}
+
+// luLag is how many calls one goroutine of luHammer may be ahead of
+// another, and luSpin how many times a barrier of the retirement cell
+// (rtRace) checks before it yields between checks.
+const (
+	luLag  = 4
+	luSpin = 1 << 12
+)
+
+// luGo runs body(i) for each i below g in a goroutine of its own, pinned
+// to a CPU of its own (pinThread), all released together from a spin
+// barrier (yieldAfter as spinBarrier's), and waits for all.
+func luGo(g, yieldAfter int, body func(i int)) {
+	var done sync.WaitGroup
+	b := spinBarrier{n: int32(g), yieldAfter: yieldAfter}
 	done.Add(g)
 	for i := range g {
 		go func() {
 			defer done.Done()
 			defer pinThread(i)()
 			b.wait()
-			var n, ov int64
-			for ov < int64(overlaps/g) {
-				for ahead(i) {
-				}
-				before := others(i)
-				if !call() {
-					break
-				}
-				n++
-				progress[i].n.Add(1)
-				if others(i) != before {
-					ov++ // another goroutine's call ended during this one
-				}
-			}
-			progress[i].n.Store(math.MaxInt64 / 2) // done: nobody waits for it
-			total.Add(n)
-			over.Add(ov)
+			body(i)
 		}()
 	}
 	done.Wait()
-	return int(total.Load()), int(over.Load())
 }
 
-// luLag is how many calls one goroutine of luHammer may be ahead of
-// another, and luSpin how many times a barrier of the retirement cell
-// (rtBarrier) checks before it yields between checks.
-const (
-	luLag  = 4
-	luSpin = 1 << 12
-)
+// luProgress counts each goroutine's calls, a cache line each.
+type luProgress []struct {
+	n atomic.Int64
+	_ [56]byte
+}
+
+func newLuProgress(g int) luProgress { return make(luProgress, g) }
+
+// ahead reports whether goroutine i has made lag calls more than another.
+func (p luProgress) ahead(i int, lag int64) bool {
+	mine := p[i].n.Load()
+	for j := range p {
+		if j != i && mine-p[j].n.Load() >= lag {
+			return true
+		}
+	}
+	return false
+}
+
+// others returns how many calls the goroutines but i have made.
+func (p luProgress) others(i int) (sum int64) {
+	for j := range p {
+		if j != i {
+			sum += p[j].n.Load()
+		}
+	}
+	return sum
+}
 
 // spinBarrier is a barrier for n goroutines that spin while they wait,
 // without yielding: the goroutines of a round are made on one processor
@@ -543,10 +542,14 @@ const (
 // scheduled. A goroutine that spins keeps its processor, and the others
 // have to be taken by other processors. n must not exceed GOMAXPROCS, or
 // the last arrival waits for the runtime to preempt a spinner.
+//
+// With yieldAfter > 0, a goroutine that has checked yieldAfter times yields
+// (runtime.Gosched) between its further checks (see rtRace).
 type spinBarrier struct {
-	n     int32
-	count atomic.Int32
-	open  atomic.Bool
+	n          int32
+	yieldAfter int
+	count      atomic.Int32
+	open       atomic.Bool
 }
 
 // wait returns once n goroutines have called it.
@@ -555,7 +558,10 @@ func (b *spinBarrier) wait() {
 		b.open.Store(true)
 		return
 	}
-	for !b.open.Load() {
+	for i := 0; !b.open.Load(); i++ {
+		if b.yieldAfter > 0 && i >= b.yieldAfter {
+			runtime.Gosched()
+		}
 	}
 }
 
@@ -651,37 +657,17 @@ func luHeldRun(t *testing.T, s luSubject) {
 // descheduled the other's thread, and the round would otherwise run on
 // one processor.
 func luUntilDenied(calls []func() bool) {
-	var done sync.WaitGroup
-	progress := make([]struct {
-		n atomic.Int64
-		_ [56]byte // one cache line each
-	}, len(calls))
-	ahead := func(i int) bool {
-		mine := progress[i].n.Load()
-		for j := range progress {
-			if j != i && mine > progress[j].n.Load() {
-				return true
+	progress := newLuProgress(len(calls))
+	ahead := func(i int) bool { return progress.ahead(i, 1) }
+	luGo(len(calls), 0, func(i int) {
+		defer progress[i].n.Store(math.MaxInt64 / 2) // done: nobody waits for it
+		for n := 0; n < 4*luHeldBurst; n++ {
+			for ahead(i) {
 			}
+			if !calls[i]() {
+				return
+			}
+			progress[i].n.Add(1)
 		}
-		return false
-	}
-	b := spinBarrier{n: int32(len(calls))}
-	done.Add(len(calls))
-	for i, call := range calls {
-		go func() {
-			defer done.Done()
-			defer progress[i].n.Store(math.MaxInt64 / 2) // done: nobody waits for it
-			defer pinThread(i)()
-			b.wait()
-			for n := 0; n < 4*luHeldBurst; n++ {
-				for ahead(i) {
-				}
-				if !call() {
-					return
-				}
-				progress[i].n.Add(1)
-			}
-		}()
-	}
-	done.Wait()
+	})
 }

@@ -206,54 +206,26 @@ const (
 
 // rtRace runs a and b in goroutines of their own, released together from
 // a spin barrier, one of them (alternately) after a delay of spins that
-// grows with round and wraps, and waits for both.
+// grows with round and wraps, and waits for both. A goroutine that has
+// checked the barrier luSpin times yields between its further checks: the
+// other goroutine may be queued on this one's processor (a preempted
+// goroutine goes to a run queue, and an idle processor does not always
+// take it at once), and a goroutine that only spins keeps it there until
+// the runtime preempts the spinner, 10ms later.
 func rtRace(round int, a, b func()) {
 	d := (round / 2 % rtJitter) * rtJitterStep
 	delays := [2]int{d, 0}
 	if round%2 == 1 {
 		delays = [2]int{0, d}
 	}
-	var done sync.WaitGroup
-	bar := rtBarrier{n: 2}
-	done.Add(2)
-	for i, f := range [2]func(){a, b} {
-		go func() {
-			defer done.Done()
-			defer pinThread(i)()
-			bar.wait()
-			for range delays[i] {
-				bar.open.Load()
-			}
-			f()
-		}()
-	}
-	done.Wait()
-}
-
-// rtBarrier is spinBarrier, except that a goroutine that has spun luSpin
-// times yields (runtime.Gosched) between checks: the other goroutine may
-// be queued on this one's processor (a preempted goroutine goes to a run
-// queue, and an idle processor does not always take it at once), and a
-// goroutine that only spins keeps it there until the runtime preempts the
-// spinner, 10ms later. Such a round starts its goroutines in turn, and
-// races nothing; it costs little.
-type rtBarrier struct {
-	n     int32
-	count atomic.Int32
-	open  atomic.Bool
-}
-
-// wait returns once n goroutines have called it.
-func (b *rtBarrier) wait() {
-	if b.count.Add(1) == b.n {
-		b.open.Store(true)
-		return
-	}
-	for i := 0; !b.open.Load(); i++ {
-		if i >= luSpin {
-			runtime.Gosched()
+	fs := [2]func(){a, b}
+	var spin atomic.Bool // read to spin
+	luGo(2, luSpin, func(i int) {
+		for range delays[i] {
+			spin.Load()
 		}
-	}
+		fs[i]()
+	})
 }
 
 // rtFreezeRounds is how many rounds the rebuild subject runs, and
