@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/admit-go/admit"
-	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/table"
 	"github.com/admit-go/admit/locked"
@@ -120,15 +119,7 @@ func TestReloadCarryComposite(t *testing.T) {
 // per minute with 7 spent becomes a fixed window of 20 per minute with 13
 // left; a composite whose bucket is raised from 10 to 20 leaves 13.
 func TestReloadCarryVariants(t *testing.T) {
-	for _, v := range []struct {
-		name   string
-		f      policy.Factory
-		limits policy.LimitsFactory
-	}{
-		{"sharded", sharded.New, sharded.NewLimits},
-		{"locked", locked.New, locked.NewLimits},
-		{"atomic", admitatomic.New, admitatomic.NewLimits},
-	} {
+	for _, v := range variants {
 		for _, tc := range [][2]string{
 			{"token-bucket,10,1m", "fixed-window,20,1m"},
 			{"token-bucket,10,1m + fixed-window,100,1h", "token-bucket,20,1m + fixed-window,100,1h"},
