@@ -56,8 +56,8 @@ type Middleware struct {
 // redisstore's Keyed) each rule is a policy of its own, named after the quota and
 // the rule's text ("default:token-bucket,10,1s"): RateLimit-Policy lists
 // them all, and RateLimit, Retry-After and the problem body report the rule
-// that bound each decision, as AllowNWhich says (see the package doc,
-// "Composite limits").
+// that bound each decision, as AllowNWhich says (docs/http.md, "Composite
+// limits").
 //
 // A nil lim, a bad option, options that do not apply to a KeyedLimiter
 // ([WithAPI]) and [WithPolicy] over a composite, whose one rule could not

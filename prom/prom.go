@@ -110,7 +110,7 @@ func validNamespace(ns string) bool {
 // register it on the application's registry, and at each scrape it reads
 // [tally.Tally.Snapshot] and the statistics of the stores behind the series,
 // and reports them as constant metrics (the package documentation lists
-// them). Nothing but the Tally's counting happens on the decision path. It
+// them; docs/observability.md says what each holds). Nothing but the Tally's counting happens on the decision path. It
 // never registers itself anywhere.
 //
 // Its methods are safe for concurrent use, scrapes concurrent with
