@@ -49,8 +49,8 @@ type tbCell struct {
 }
 
 const (
-	tbTombstone = 1
-	tbHeld      = 2
+	tbTombstone = kernel.TokenBucketTomb
+	tbHeld      = kernel.TokenBucketHeld
 )
 
 // The methods of holdCell (hold.go).

@@ -12,7 +12,6 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
-	"github.com/admit-go/admit/internal/table"
 	"github.com/admit-go/admit/locked"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/sharded"
@@ -276,7 +275,7 @@ func TestReloadRacingCall(t *testing.T) {
 		}
 	}
 	require.NotNil(t, old)
-	table.Pause(old, func() {
+	pauseTable(t, old, func() {
 		require.NoError(t, s.Reload(parse(t, "default = token-bucket,1000,1h\napi./x = fixed-window,20,1m\n")))
 	})
 	d, l, which := s.CheckNWhich("u", "/x", 1)

@@ -25,6 +25,7 @@ import (
 // calls that read an older clock after an eviction are the business of
 // testStaleReadingAfterEviction.
 func testEvictionEquivalence(t *testing.T, v Variant, alg admit.Algorithm) {
+	needHooks(t, v, false)
 	type op struct {
 		kind int // opMove, opEvict or opAllow
 		at   time.Duration
@@ -185,6 +186,7 @@ func pausedCall(t *testing.T, v Variant, lim admit.KeyedLimiter, key string, n i
 // on its way to the lock), the key is evicted, call B creates it anew and
 // spends the whole limit, then A resumes. A must not spend a second budget.
 func testEvictionRace(t *testing.T, v Variant, alg admit.Algorithm) {
+	needHooks(t, v, true)
 	// Limit 2 per second gives a token bucket of whole nanoseconds per
 	// token, 3 one of fractions: stores may keep them in different forms
 	// (sharded packs only the first; atomic packs the second in scaled
@@ -251,6 +253,7 @@ func replay(rule admit.Rule, calls ...call) []admit.Decision {
 // Limit 2 makes A an admission on the evicted state, which a lock-free store
 // must then retry from the map; Limit 1 makes it a denial.
 func testStaleReadingAfterEviction(t *testing.T, v Variant, alg admit.Algorithm) {
+	needHooks(t, v, true)
 	for _, limit := range []int{1, 2} {
 		rule := admit.Rule{Algorithm: alg, Limit: limit, Window: 10 * time.Second}
 		t0 := time.Hour
@@ -327,6 +330,7 @@ func testStaleReadingAfterEviction(t *testing.T, v Variant, alg admit.Algorithm)
 // the eviction-free kernel admits at that reading: eviction may neither add
 // nor lose budget.
 func testEvictionHammer(t *testing.T, v Variant, alg admit.Algorithm) {
+	needHooks(t, v, false)
 	const (
 		goroutines = 4
 		keys       = 4

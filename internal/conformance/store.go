@@ -31,6 +31,19 @@ type StoreHooks struct {
 	// and before it takes its lock; for a lock-free store, after it has
 	// loaded the key's cell and the cell's state and before it publishes.
 	Pause func(lim admit.KeyedLimiter, f func())
+
+	// EvictAt and Pause may be nil in a build that lacks them (the lock-free
+	// table's exist only in builds with the tag admittest, which make test
+	// passes): the checks that use them then skip, and say so.
+}
+
+// needHooks skips t when v's store hooks lack EvictAt, or Pause if pause is
+// set: the hooks of a build that has not compiled them in.
+func needHooks(t *testing.T, v Variant, pause bool) {
+	t.Helper()
+	if v.Store.EvictAt == nil || pause && v.Store.Pause == nil {
+		t.Skipf("%s: the store's test hooks are not in this build; the variant's tests set them in builds with -tags admittest (make test)", v.Name)
+	}
 }
 
 // storeLimiter is what a keyed limiter with a store offers besides AllowN.

@@ -91,7 +91,7 @@ func (k *TokenBucket) Packable() bool { return k.tokenRem == 0 }
 //	            bucket, TAT minus infinity)
 //
 // Horizon: u must fit an int64 and stay clear of the words 0, 1 and 2
-// (the zero state and the atomic variant's two sentinels), so a state packs
+// (the zero state, TokenBucketTomb and TokenBucketHeld), so a state packs
 // when its TAT lies within ±(⌊(2^63−1)/L'⌋ − 1) ns of the clock's origin.
 // With L' = 1 (T whole nanoseconds) that is every int64 TAT and the word is
 // the kernel's TAT field itself; with L' = 3 (3 per second) ±97.4 years,
@@ -127,6 +127,18 @@ func (k *TokenBucket) Horizon() time.Duration {
 	}
 	return time.Duration(k.pack.maxTAT)
 }
+
+// The two words Pack never returns (see Pack), which the variants that keep
+// a bucket in one word use as sentinels: TokenBucketTomb marks a slot or
+// cell whose key was evicted or moved (a keyed store's tombstone), and
+// TokenBucketHeld one whose state a record keeps instead (a reservation
+// that waits, or a state past the horizon: package held). Both variants
+// test "either sentinel" as w-TokenBucketTomb <= TokenBucketHeld-TokenBucketTomb,
+// one comparison.
+const (
+	TokenBucketTomb = 1
+	TokenBucketHeld = 2
+)
 
 // Pack returns s as one word (see packing for the bit map), and whether it
 // fits: false when its TAT lies past the horizon. Every word Pack returns

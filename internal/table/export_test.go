@@ -6,6 +6,32 @@ import (
 	"github.com/admit-go/admit"
 )
 
+// store returns the table behind lim, a limiter New returned.
+func store(lim admit.KeyedLimiter) *Store {
+	if r, ok := lim.(reserver); ok {
+		return r.Store
+	}
+	return lim.(*Store)
+}
+
+// IsTable reports whether lim is a table New returned.
+func IsTable(lim admit.KeyedLimiter) bool {
+	switch lim.(type) {
+	case reserver, *Store:
+		return true
+	}
+	return false
+}
+
+// PauseEnabled reports whether this build has the pause point (the tag
+// admittest).
+const PauseEnabled = pauseEnabled
+
+// SetPause makes the next call of lim, a table, run f once at its pause
+// point (see pausePoint); in a build without the pause point it does
+// nothing, so a test that needs it checks PauseEnabled first.
+func SetPause(lim admit.KeyedLimiter, f func()) { store(lim).pause.set(f) }
+
 // Slots returns the slots of every shard's table of lim, a table.
 func Slots(lim admit.KeyedLimiter) int {
 	t := store(lim)

@@ -164,11 +164,25 @@ func TestPutPastHorizon(t *testing.T) {
 // (a Service's migration mutex). Every admission is counted once, before
 // the Take or after the Put: together they are exactly the Limit. Pause
 // makes one call load the key's word before the Take and publish after it,
-// every other round.
+// in every round of paused=true (builds with the tag admittest only: a
+// normal build has no pause point).
 func TestTakeHammer(t *testing.T) {
-	rounds, perGoroutine := 20, 200
+	for _, paused := range []bool{false, true} {
+		t.Run("paused="+strconv.FormatBool(paused), func(t *testing.T) {
+			if paused && !table.PauseEnabled {
+				t.Skip("the table's pause point exists only in builds with -tags admittest (make test passes it)")
+			}
+			testTakeHammer(t, paused)
+		})
+	}
+}
+
+// testTakeHammer runs TestTakeHammer's rounds, each with a paused call
+// (paused) or none.
+func testTakeHammer(t *testing.T, paused bool) {
+	rounds, perGoroutine := 10, 200
 	if testing.Short() {
-		rounds = 4
+		rounds = 2
 	}
 	for _, rule := range []admit.Rule{
 		{Algorithm: admit.TokenBucket, Limit: 600, Window: time.Second},
@@ -229,13 +243,13 @@ func TestTakeHammer(t *testing.T) {
 				}
 				wg.Go(func() {
 					<-half
-					if round%2 == 0 {
+					if !paused {
 						take()
 						return
 					}
 					// The next call loads the word, then the key moves,
 					// then the call tries to publish.
-					table.Pause(a, take)
+					table.SetPause(a, take)
 				})
 				close(start)
 				wg.Wait()

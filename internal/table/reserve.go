@@ -5,9 +5,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/held"
-	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/migrate"
 	"github.com/admit-go/admit/internal/reservation"
@@ -17,9 +15,9 @@ import (
 // so that admit.WaitKeyN can pace the waiters of each key. Reservations and
 // cancellations run under the key's shard's mutex, with the held protocol
 // of package held: a reservation that must wait holds its slot (the word
-// becomes tbHeld, the state and the kernel.Hold a record in the shard's
-// holds, by key), and every call that meets a held word decides under the
-// mutex. A reservation on a missing key decides at max(reading, floor), and
+// becomes kernel.TokenBucketHeld, the state and the kernel.Hold a record in
+// the shard's holds, by key), and every call that meets a held word decides
+// under the mutex. A reservation on a missing key decides at max(reading, floor), and
 // stores the key (with the state it decided, never a full bucket that a
 // stale lock-free call could find first) only if it took tokens.
 
@@ -32,59 +30,6 @@ var (
 	_ admit.StatsReporter = reserver{}
 	_ admit.StatsReporter = (*Store)(nil)
 )
-
-// Allow is AllowN(key, 1), the call most keyed limiters see most often, with
-// the token bucket's one-token path written out in one frame: the clock,
-// the hash, the probe, one load of the slot's word, kernel.AllowOne and one
-// CAS (decide's fast path; see there for the CAS and where an admission
-// takes effect). Whatever it declines (a denial, a sentinel, a lost CAS, a
-// reading AllowOne does not take, a missing key, the test pause) goes to
-// decideAt with the same reading and hash, which decides on what it loads
-// again.
-func (r reserver) Allow(key string) (d admit.Decision) {
-	t := r.Store
-	var now time.Duration
-	if t.clock.Sys {
-		now = clock.System().Now() // devirtualized: see clockref.Ref
-	} else {
-		now = t.now()
-	}
-	h, k0, k1 := t.hash(key)
-	if t.pause.Load() == nil {
-		if tb := t.shards[h>>t.shift].tab.Load(); tb != nil {
-			var i uint64
-			var ok bool
-			if t.hashed {
-				i, ok = tb.firstHashed(tagOf(h), t.sbits)
-			} else {
-				i, ok = tb.first(tagOf(h), k0, k1, t.sbits)
-			}
-			if !ok {
-				i, ok = tb.find(tagOf(h), k0, k1, key, t.hashed, t.sbits)
-			}
-			if ok {
-				hook.Between(hook.AfterLookup)
-				p := &tb.slot(i)[1]
-				if old := p.Load(); old-tbTomb > tbHeld-tbTomb {
-					if nw, owed, ok := t.tb.AllowOne(old, now); ok {
-						hook.Between(hook.BeforeCAS)
-						if p.CompareAndSwap(old, nw) {
-							d.Allowed, d.Limit = true, t.limit
-							d.Remaining, d.ResetAfter = t.tb.OneVerdict(owed)
-							return d
-						}
-					}
-				}
-			}
-		}
-	}
-	v := t.decideAt(key, h, k0, k1, now, 1)
-	if v.Remaining < 0 {
-		return t.redirect(key, 1)
-	}
-	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, t.limit, v.Remaining, v.RetryAfter, v.ResetAfter
-	return d
-}
 
 // ReserveN implements [admit.KeyedReserver]. On a key the table does not
 // hold it honours the hooks as a call does (Adopt before the shard's mutex,
@@ -162,7 +107,7 @@ type cell struct{ p *atomic.Uint64 }
 func (c cell) Load() uint64 { return c.p.Load() }
 
 func (c cell) State(k *kernel.TokenBucket, w uint64) (s kernel.TokenBucketState, held, tomb bool) {
-	return k.Unpack(w), w == tbHeld, w == tbTomb
+	return k.Unpack(w), w == kernel.TokenBucketHeld, w == kernel.TokenBucketTomb
 }
 
 func (c cell) Fits(k *kernel.TokenBucket, s kernel.TokenBucketState) bool {
@@ -175,7 +120,7 @@ func (c cell) CAS(k *kernel.TokenBucket, old uint64, s kernel.TokenBucketState) 
 	return c.p.CompareAndSwap(old, w)
 }
 
-func (c cell) CASHeld(old uint64) bool { return c.p.CompareAndSwap(old, tbHeld) }
+func (c cell) CASHeld(old uint64) bool { return c.p.CompareAndSwap(old, kernel.TokenBucketHeld) }
 
 func (c cell) Release(k *kernel.TokenBucket, s kernel.TokenBucketState) bool {
 	w, ok := k.Pack(s)
@@ -185,4 +130,4 @@ func (c cell) Release(k *kernel.TokenBucket, s kernel.TokenBucketState) bool {
 	return ok
 }
 
-func (c cell) Bury() { c.p.Store(tbTomb) }
+func (c cell) Bury() { c.p.Store(kernel.TokenBucketTomb) }

@@ -249,7 +249,7 @@ func TestStoredKeyTakesNoLock(t *testing.T) {
 		fake := clock.NewFake()
 		lim, err := sharded.New(rule, admit.WithClock(fake))
 		require.NoError(t, err)
-		require.True(t, table.Is(lim), "%v: sharded.New built no table", rule)
+		require.True(t, table.IsTable(lim), "%v: sharded.New built no table", rule)
 		keys := []string{"alice", "a key longer than fifteen bytes"}
 		for _, key := range keys {
 			require.True(t, lim.Allow(key).Allowed, "%v: first Allow(%q)", rule, key)
