@@ -75,9 +75,9 @@
 //
 // # Observing
 //
-// [WithObserver] reports each limited call to an [admit.Observer] as
+// [WithObserver] reports each limited call to an [observe.Observer] as
 // admitted, denied, shadow-denied or errored (without a key and refused),
-// on one [admit.Instrument] resolved when the interceptor is built: no
+// on one [observe.Instrument] resolved when the interceptor is built: no
 // allocation, no lookup and no key on the call's path.
 //
 // # Cost

@@ -102,9 +102,9 @@
 //
 // # Observing
 //
-// [WithObserver] reports each limited request to an [admit.Observer] as
+// [WithObserver] reports each limited request to an [observe.Observer] as
 // admitted, denied, shadow-denied or errored (without a key and refused),
-// on one [admit.Instrument] resolved when the middleware is built: no
+// on one [observe.Instrument] resolved when the middleware is built: no
 // allocation, no lookup and no key on the request's path.
 //
 // # Cost

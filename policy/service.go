@@ -12,6 +12,7 @@ import (
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/migrate"
 	"github.com/admit-go/admit/internal/plumb"
+	"github.com/admit-go/admit/observe"
 )
 
 // Service applies a [Book] to requests: [Service.Check] admits or denies a
@@ -71,7 +72,7 @@ type Service struct {
 	epoch migrate.Epoch
 
 	// obs is WithObserver's observer, or nil.
-	obs admit.Observer
+	obs observe.Observer
 }
 
 // snapshot is a book compiled for Check. It is immutable once published,
@@ -122,7 +123,7 @@ type apiLimiter struct {
 	// and released its store (release): from then on an instrument is
 	// resolved without it, so that the observer is never given the store
 	// again.
-	obs       admit.Observer
+	obs       observe.Observer
 	insts     [User + 1]atomic.Pointer[instrument]
 	resolving sync.Mutex
 	retired   bool
@@ -155,7 +156,7 @@ func NewService(book *Book, opts ...admit.Option) (*Service, error) {
 	}
 	factory, _ := set.Factory.(Factory)
 	limits, _ := set.LimitsFactory.(LimitsFactory)
-	obs, _ := set.Observer.(admit.Observer)
+	obs, _ := set.Observer.(observe.Observer)
 	target, _ := set.LimiterFactory.(LimiterFactory)
 	if target != nil {
 		if err := targetOptions(set, set.Clock == clock.System()); err != nil {

@@ -1,5 +1,5 @@
 // Package prom exports the decisions of admit's limiters to Prometheus. A
-// [Collector] is an [admit.Observer] that counts decisions in a
+// [Collector] is an [observe.Observer] that counts decisions in a
 // [tally.Tally], and a [prometheus.Collector] that reports the Tally's
 // counts, and the statistics of the keyed stores behind them, when its
 // registry is scraped. It is the module github.com/admit-go/admit/prom, of
@@ -39,7 +39,7 @@
 //	admit_store_full_denials_total    counter    source, name, limits                 requests for new keys denied because the store was full
 //	admit_observer_folds_total        counter    (none)                               times a set of labels was counted under name="_other" (see WithMaxSeries)
 //
-// The labels are those of [admit.Labels], never a key:
+// The labels are those of [observe.Labels], never a key:
 //
 //   - source: "policy" (a policy.Service), "http" (httplimit), "grpc"
 //     (grpclimit) or "redis" (redisstore);
@@ -52,7 +52,7 @@
 //     "fixed-window,100,1m" or "token-bucket,10,1s + fixed-window,1000,1h",
 //     empty when the source does not know them;
 //   - outcome: admitted, denied, shadow_denied, errored, timed_out or
-//     fell_back ([admit.Outcome]).
+//     fell_back ([observe.Outcome]).
 //
 // Every series of decisions reports admitted and denied, at 0 until
 // counted, so that rate() sees the first of each; the rarer outcomes

@@ -40,7 +40,7 @@
 // each pair's state in Redis on its first decision under the new limits,
 // as [WithCarry] does. See docs/redis.md, "The Service on Redis".
 //
-// [WithObserver] reports a limiter's decisions to an admit.Observer (a
+// [WithObserver] reports a limiter's decisions to an observe.Observer (a
 // tally, exported to Prometheus or OpenTelemetry), under one set of labels
 // per limiter: Source "redis", Name the key prefix, and its Limits; never a
 // key. Redis's admissions and denials are counted, and its errors as errored

@@ -17,6 +17,7 @@ import (
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/redistest"
 	"github.com/admit-go/admit/locked"
+	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/redisstore"
 )
@@ -284,11 +285,11 @@ func TestServiceObserved(t *testing.T) {
 	}
 	def := mustLimits(t, "fixed-window,2,1h")
 	vip := mustLimits(t, "fixed-window,1,1h")
-	assert.ElementsMatch(t, []admit.Labels{
+	assert.ElementsMatch(t, []observe.Labels{
 		{Source: "policy", Name: "/a", Scope: "default", Limits: def},
 		{Source: "policy", Name: "/a", Scope: "user", Limits: vip},
 	}, svcObs.asked)
-	assert.ElementsMatch(t, []admit.Labels{
+	assert.ElementsMatch(t, []observe.Labels{
 		{Source: "redis", Name: base + "/a:", Limits: def},
 		{Source: "redis", Name: base + "/a:", Limits: vip},
 	}, limObs.asked)

@@ -33,7 +33,7 @@ type Settings struct {
 	// LimitsFactory is policy.WithLimitsFactory's, a policy.LimitsFactory;
 	// nil for none. Like Factory, only policy.NewService reads it.
 	LimitsFactory any
-	// Observer is policy.WithObserver's, an admit.Observer; nil for none.
+	// Observer is policy.WithObserver's, an observe.Observer; nil for none.
 	// Like Factory, only policy.NewService reads it.
 	Observer any
 	// LimiterFactory is policy.WithLimiterFactory's, a
