@@ -16,6 +16,7 @@ import (
 	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/observe"
+	"github.com/admit-go/admit/policy"
 )
 
 // The exact domain of the scripts, whose numbers are Lua doubles: integers
@@ -225,13 +226,13 @@ func (l *Limiter) resolve(o observe.Observer) {
 }
 
 // carryLetter names a strategy in the scripts' arguments: "" for none.
-func carryLetter(c admit.Carry) string {
+func carryLetter(c policy.Carry) string {
 	switch c {
-	case admit.CarryConsumed:
+	case policy.CarryConsumed:
 		return "c"
-	case admit.CarryProportional:
+	case policy.CarryProportional:
 		return "p"
-	case admit.CarryNothing:
+	case policy.CarryNothing:
 		return "n"
 	}
 	return ""

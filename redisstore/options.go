@@ -8,6 +8,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/observe"
+	"github.com/admit-go/admit/policy"
 )
 
 // Option configures a [Limiter]. A bad option makes [New] and [NewLimits]
@@ -17,7 +18,7 @@ type Option func(*config) error
 type config struct {
 	prefix   string
 	clock    clock.Clock
-	carry    admit.Carry      // 0: a key of another rule is an error
+	carry    policy.Carry     // 0: a key of another rule is an error
 	observer observe.Observer // nil: no decision observed
 	wait     *waiter          // nil: no WAIT (WithWaitReplicas)
 
@@ -66,8 +67,8 @@ func WithClock(c clock.Clock) Option {
 // a rule change leaves it, instead of returning an error: the first time
 // the key is touched under this limiter's rules, its script reads the old
 // rules from the key's tag, converts the state to this limiter's rules as c
-// says ([admit.CarryConsumed], [admit.CarryProportional] or
-// [admit.CarryNothing], as kernel.Convert defines them for policy.Service's
+// says ([policy.CarryConsumed], [policy.CarryProportional] or
+// [policy.CarryNothing], as kernel.Convert defines them for policy.Service's
 // Reload), writes it under this limiter's tag, whatever the decision, and
 // then decides, all in the one script call. Use it while a rule changes:
 // processes deployed with the new rules then keep each user's spending.
@@ -80,10 +81,10 @@ func WithClock(c clock.Clock) Option {
 // different rules that both carry convert a shared key back and forth: see
 // docs/redis.md ("Changing a rule") for what that admits. Any other c is an
 // error wrapping [admit.ErrInvalidOption].
-func WithCarry(c admit.Carry) Option {
+func WithCarry(c policy.Carry) Option {
 	return func(cfg *config) error {
-		if c < admit.CarryConsumed || c > admit.CarryNothing {
-			return fmt.Errorf("%w: redisstore.WithCarry(%v); pass admit.CarryConsumed, admit.CarryProportional or admit.CarryNothing", admit.ErrInvalidOption, c)
+		if c < policy.CarryConsumed || c > policy.CarryNothing {
+			return fmt.Errorf("%w: redisstore.WithCarry(%v); pass policy.CarryConsumed, policy.CarryProportional or policy.CarryNothing", admit.ErrInvalidOption, c)
 		}
 		cfg.carry = c
 		return nil
