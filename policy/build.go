@@ -50,7 +50,7 @@ func WithFactory(f Factory) admit.Option {
 		}
 		s.Factory = f
 		return nil
-	}).(admit.Option)
+	})
 }
 
 // WithLimitsFactory makes [NewService] build the limiters of composites (the
@@ -67,7 +67,7 @@ func WithLimitsFactory(f LimitsFactory) admit.Option {
 		}
 		s.LimitsFactory = f
 		return nil
-	}).(admit.Option)
+	})
 }
 
 // defaultFactory is the variant a Service uses when no [WithFactory] option

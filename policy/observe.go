@@ -37,7 +37,7 @@ func WithObserver(o observe.Observer) admit.Option {
 		}
 		s.Observer = o
 		return nil
-	}).(admit.Option)
+	})
 }
 
 // instrument is an observer's instrument for one scope of an apiLimiter.

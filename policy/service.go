@@ -168,7 +168,7 @@ func NewService(book *Book, opts ...admit.Option) (*Service, error) {
 		// The factories' limiters get every other option as resolved, and
 		// not the factories or the observer, which they would refuse.
 		set.Factory, set.LimitsFactory, set.Observer = nil, nil, nil
-		passed = []admit.Option{plumb.NewOption(func(s *plumb.Settings) error { *s = set; return nil }).(admit.Option)}
+		passed = []admit.Option{plumb.NewOption(func(s *plumb.Settings) error { *s = set; return nil })}
 	}
 	s := &Service{clock: set.Clock, obs: obs}
 	s.build = builder{svc: s, factory: factory, limits: limits, opts: slices.Clone(passed), target: target}

@@ -87,7 +87,7 @@ func WithLimiterFactory(f LimiterFactory) admit.Option {
 		}
 		s.LimiterFactory = f
 		return nil
-	}).(admit.Option)
+	})
 }
 
 // limiterFor builds the limiter of g's limits for api: with the
