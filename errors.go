@@ -1,6 +1,10 @@
 package admit
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/admit-go/admit/internal/plumb"
+)
 
 var (
 	// ErrInvalidRule is wrapped by every error about a rule: unparsable text,
@@ -10,9 +14,9 @@ var (
 
 	// ErrUnsupported is wrapped by the error a variant returns for an algorithm
 	// (or an option) it does not implement; the message names the variant that does.
-	ErrUnsupported = errors.New("admit: unsupported")
+	ErrUnsupported = plumb.ErrUnsupported
 
 	// ErrInvalidOption is wrapped by the error returned for a bad [Option], such
 	// as WithClock(nil).
-	ErrInvalidOption = errors.New("admit: invalid option")
+	ErrInvalidOption = plumb.ErrInvalidOption
 )

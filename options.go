@@ -2,7 +2,6 @@ package admit
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/plumb"
@@ -13,33 +12,8 @@ import (
 // wrapping [ErrInvalidOption], and an option a constructor cannot honour one
 // wrapping [ErrUnsupported]: never a panic and never a silent default. Build
 // options with the With functions of this package (and policy.WithFactory and
-// policy.WithLimitsFactory).
-type Option interface {
-	apply(*plumb.Settings) error
-}
-
-// option is an Option that runs f.
-type option func(*plumb.Settings) error
-
-func (f option) apply(s *plumb.Settings) error { return f(s) }
-
-// The hooks of package plumb: the variant packages resolve options and make
-// reservations through them.
-func init() {
-	plumb.ErrUnsupported = ErrUnsupported
-	plumb.Apply = func(i int, o any, s *plumb.Settings) error {
-		opt, _ := o.(Option)
-		if opt == nil {
-			return fmt.Errorf("%w: option %d is nil", ErrInvalidOption, i)
-		}
-		return opt.apply(s)
-	}
-	plumb.NewOption = func(f func(*plumb.Settings) error) any { return option(f) }
-	plumb.NewReservation = func(delay time.Duration, n int, ticket uint64) Reservation {
-		return Reservation{Delay: delay, n: n, ticket: ticket}
-	}
-	plumb.Ticket = func(r Reservation) uint64 { return r.ticket }
-}
+// policy.WithLimitsFactory): an Option cannot be implemented outside this module.
+type Option = plumb.Option
 
 // MaxShards is the largest number of shards [WithShards] accepts. A shard
 // costs 128 bytes even when empty, so 65536 shards are 8 MiB per limiter.
@@ -55,7 +29,7 @@ func DefaultShards() int { return plumb.DefaultShards() }
 // WithClock makes the limiter read time from c instead of [clock.System]. Tests
 // pass a [clock.Fake] and move it between calls.
 func WithClock(c clock.Clock) Option {
-	return option(func(s *plumb.Settings) error {
+	return plumb.NewOption(func(s *plumb.Settings) error {
 		if f, isFake := c.(*clock.Fake); c == nil || (isFake && f == nil) {
 			return fmt.Errorf("%w: WithClock(nil); pass clock.System() or a clock.NewFake()", ErrInvalidOption)
 		}
@@ -72,7 +46,7 @@ func WithClock(c clock.Clock) Option {
 // every key share one lock. Without this option a store has [DefaultShards].
 // Single-key limiters reject it.
 func WithShards(n int) Option {
-	return option(func(s *plumb.Settings) error {
+	return plumb.NewOption(func(s *plumb.Settings) error {
 		if n < 1 || n > MaxShards || n&(n-1) != 0 {
 			return fmt.Errorf("%w: WithShards(%d); want a power of two from 1 to %d, such as %d", ErrInvalidOption, n, MaxShards, DefaultShards())
 		}
@@ -95,7 +69,7 @@ func WithShards(n int) Option {
 // (docs/keyed-stores.md, "The full-store policy"). n must be at least 1;
 // without this option a store has no bound. Single-key limiters reject it.
 func WithMaxKeys(n int) Option {
-	return option(func(s *plumb.Settings) error {
+	return plumb.NewOption(func(s *plumb.Settings) error {
 		if n < 1 {
 			return fmt.Errorf("%w: WithMaxKeys(%d); want at least 1 key (leave the option out for no bound)", ErrInvalidOption, n)
 		}
@@ -113,7 +87,7 @@ func WithMaxKeys(n int) Option {
 // full keys only return an error wrapping [ErrUnsupported]; package sharded
 // supports it.
 func WithHashedKeys() Option {
-	return option(func(s *plumb.Settings) error {
+	return plumb.NewOption(func(s *plumb.Settings) error {
 		s.HashedKeys = true
 		return nil
 	})

@@ -103,9 +103,9 @@ func TestWithClockNilSaysWhatIsAccepted(t *testing.T) {
 
 func TestResolveReturnsAnOptionsError(t *testing.T) {
 	errCustom := errors.New("custom option failed")
-	failing := plumb.NewOption(func(*plumb.Settings) error { return errCustom }).(admit.Option)
+	failing := plumb.NewOption(func(*plumb.Settings) error { return errCustom })
 	called := false
-	after := plumb.NewOption(func(*plumb.Settings) error { called = true; return nil }).(admit.Option)
+	after := plumb.NewOption(func(*plumb.Settings) error { called = true; return nil })
 
 	s, err := resolve(failing, after)
 	assert.Same(t, errCustom, err, "resolve returns the failing option's error as is")

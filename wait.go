@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/admit-go/admit/internal/reservation"
 )
 
 var (
@@ -20,22 +22,14 @@ var (
 )
 
 // Reservation is a token bucket's promise to a waiter, made by
-// [Reserver.ReserveN]: the tokens are taken at once, and are due after Delay.
-// It is a small value, free to copy; its identity is the limiter's own
-// record, which [Reserver.CancelReservation] uses to give the tokens back at
-// most once, and only to the limiter and key it was made on.
-type Reservation struct {
-	// Delay is how long the waiter must wait before proceeding: 0 if the
-	// tokens were there already. For a reservation that was refused, it is the
-	// wait that would have been needed ([Never] if n can never be admitted).
-	Delay time.Duration
-
-	n      int
-	ticket uint64
-}
-
-// N returns the number of tokens reserved.
-func (r Reservation) N() int { return r.n }
+// [Reserver.ReserveN]: the tokens are taken at once, and are due after its
+// field Delay (for a reservation that was refused, the wait that would have
+// been needed, [Never] if n can never be admitted); its method N returns the
+// number of tokens reserved. It is a small value, free to copy; its identity
+// is the limiter's own record, which [Reserver.CancelReservation] uses to
+// give the tokens back at most once, and only to the limiter and key it was
+// made on.
+type Reservation = reservation.Reservation
 
 // Reserver is a [Limiter] that can hand waiters successive slots instead of
 // letting them wake together to fight for one token. The token buckets of

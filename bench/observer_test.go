@@ -7,6 +7,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/observe"
 	admitotel "github.com/admit-go/admit/otel"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/prom"
@@ -23,11 +24,11 @@ import (
 // at a scrape).
 var observers = []struct {
 	name string
-	make func(b *testing.B) admit.Observer // nil: no observer
+	make func(b *testing.B) observe.Observer // nil: no observer
 }{
 	{"none", nil},
-	{"tally", func(b *testing.B) admit.Observer { return mustTally(b) }},
-	{"prom", func(b *testing.B) admit.Observer {
+	{"tally", func(b *testing.B) observe.Observer { return mustTally(b) }},
+	{"prom", func(b *testing.B) observe.Observer {
 		c, err := prom.New()
 		if err != nil {
 			b.Fatal(err)
@@ -37,7 +38,7 @@ var observers = []struct {
 		}
 		return c
 	}},
-	{"otel", func(b *testing.B) admit.Observer {
+	{"otel", func(b *testing.B) observe.Observer {
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 		o, err := admitotel.New(admitotel.WithMeterProvider(mp))
 		if err != nil {
@@ -46,7 +47,7 @@ var observers = []struct {
 		b.Cleanup(func() { o.Unregister() })
 		return o
 	}},
-	{"tally-timed", func(b *testing.B) admit.Observer { return mustTally(b, tally.WithLatency()) }},
+	{"tally-timed", func(b *testing.B) observe.Observer { return mustTally(b, tally.WithLatency()) }},
 }
 
 func mustTally(b *testing.B, opts ...tally.Option) *tally.Tally {

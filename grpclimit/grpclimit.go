@@ -8,6 +8,7 @@ import (
 	"github.com/admit-go/admit/internal/bookquota"
 	"github.com/admit-go/admit/internal/clientip"
 	"github.com/admit-go/admit/internal/ratehdr"
+	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/policy"
 )
 
@@ -56,7 +57,7 @@ type core struct {
 	// the constructor; nil when there is none, or when the Observer counts
 	// nothing. timed is inst.Timed(), read then: only a timed instrument
 	// makes a call read the clock.
-	inst  admit.Instrument
+	inst  observe.Instrument
 	timed bool
 }
 
@@ -271,7 +272,7 @@ func (c *core) decide(ctx context.Context, method string) verdict {
 		if cfg.UnknownKey == "" {
 			if cfg.shadow {
 				if c.inst != nil {
-					c.observe(admit.ShadowDenied, start)
+					c.observe(observe.ShadowDenied, start)
 				}
 				if cfg.hook != nil {
 					cfg.hook(ctx, Denial{FullMethod: method, Unkeyed: true})
@@ -279,7 +280,7 @@ func (c *core) decide(ctx context.Context, method string) verdict {
 				return verdict{out: pass}
 			}
 			if c.inst != nil {
-				c.observe(admit.Errored, start)
+				c.observe(observe.Errored, start)
 			}
 			return verdict{out: refuse}
 		}
@@ -306,18 +307,18 @@ func (c *core) decide(ctx context.Context, method string) verdict {
 	switch {
 	case v.d.Allowed:
 		if c.inst != nil {
-			c.observe(admit.Admitted, start)
+			c.observe(observe.Admitted, start)
 		}
 	case cfg.shadow:
 		if c.inst != nil {
-			c.observe(admit.ShadowDenied, start)
+			c.observe(observe.ShadowDenied, start)
 		}
 		if cfg.hook != nil {
 			cfg.hook(ctx, Denial{Key: key, API: v.api, FullMethod: method, Policy: v.p.Name, Decision: v.d})
 		}
 	default:
 		if c.inst != nil {
-			c.observe(admit.Denied, start)
+			c.observe(observe.Denied, start)
 		}
 		v.out = deny
 	}
@@ -327,7 +328,7 @@ func (c *core) decide(ctx context.Context, method string) verdict {
 // observe counts one call with outcome o on c.inst, which callers check is
 // not nil first (so that an interceptor without one pays that check
 // alone); start is when the call's decision began, read only when c.timed.
-func (c *core) observe(o admit.Outcome, start time.Time) {
+func (c *core) observe(o observe.Outcome, start time.Time) {
 	var latency time.Duration
 	if c.timed {
 		latency = time.Since(start)

@@ -19,6 +19,7 @@ import (
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/grpclimit"
 	"github.com/admit-go/admit/locked"
+	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/policy"
 )
 
@@ -399,7 +400,7 @@ func TestForService(t *testing.T) {
 	assert.Equal(t, []codes.Code{codes.OK, codes.OK, codes.OK, codes.ResourceExhausted},
 		[]codes.Code{check(t, c), check(t, c), check(t, c), check(t, c)}, "Check: the default rule")
 	cnt, l := o.only(t)
-	assert.Equal(t, admit.Labels{Source: "grpc", Name: "service"}, l)
+	assert.Equal(t, observe.Labels{Source: "grpc", Name: "service"}, l)
 	assert.Equal(t, map[string]int64{"admitted": 4, "denied": 2}, cnt.counts(t))
 
 	// WithAPI: every method of the service is one API.
@@ -536,7 +537,7 @@ func TestLabels(t *testing.T) {
 	_, err := grpclimit.New(&recorder{}, grpclimit.WithObserver(o), grpclimit.WithPolicyName("per-peer"))
 	require.NoError(t, err)
 	_, l := o.only(t)
-	assert.Equal(t, admit.Labels{Source: "grpc", Name: "per-peer"}, l)
+	assert.Equal(t, observe.Labels{Source: "grpc", Name: "per-peer"}, l)
 
 	o = &observer{}
 	_, err = grpclimit.New(stats{&recorder{}}, grpclimit.WithObserver(o))

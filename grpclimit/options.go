@@ -6,6 +6,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/clientip"
 	"github.com/admit-go/admit/internal/limitopt"
+	"github.com/admit-go/admit/observe"
 )
 
 // An Option configures an [Interceptor] or a [Client]; pass options to
@@ -195,9 +196,9 @@ func WithAdmittedMetadata() Option {
 //
 // Every call the interceptors limit (unary or stream, through the
 // interceptors or [Interceptor.Limit]) is then counted once, as
-// admit.Admitted (passed on), admit.Denied (refused with
-// codes.ResourceExhausted), admit.ShadowDenied (denied, or without a key,
-// and let through by [WithShadow]) or admit.Errored (without a key and
+// observe.Admitted (passed on), observe.Denied (refused with
+// codes.ResourceExhausted), observe.ShadowDenied (denied, or without a key,
+// and let through by [WithShadow]) or observe.Errored (without a key and
 // refused with codes.InvalidArgument), with n = 1; a call without a key
 // charged to [WithUnknownKey]'s key counts as the decision about that key.
 // Calls exempted by [WithExempt] are not counted. The latency, given only
@@ -214,7 +215,7 @@ func WithAdmittedMetadata() Option {
 // one call of Observe, with no allocation and no map lookup. A nil o is an
 // error wrapping [admit.ErrInvalidOption]: leave the option out to observe
 // nothing.
-func WithObserver(o admit.Observer) Option {
+func WithObserver(o observe.Observer) Option {
 	return func(c *config) error { return c.SetObserver(pkg, o) }
 }
 

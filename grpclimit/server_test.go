@@ -22,6 +22,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/locked"
+	"github.com/admit-go/admit/observe"
 )
 
 // The methods of grpc's health service, the tests' service.
@@ -211,17 +212,17 @@ func (l *recorder) last() string {
 	return k
 }
 
-// observer is an admit.Observer that records the labels it is asked for
+// observer is an observe.Observer that records the labels it is asked for
 // and counts every outcome on one counter per Instrument call.
 type observer struct {
 	timed bool
 
 	mu     sync.Mutex
-	labels []admit.Labels
+	labels []observe.Labels
 	insts  []*counter
 }
 
-func (o *observer) Instrument(l admit.Labels) admit.Instrument {
+func (o *observer) Instrument(l observe.Labels) observe.Instrument {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.labels = append(o.labels, l)
@@ -231,7 +232,7 @@ func (o *observer) Instrument(l admit.Labels) admit.Instrument {
 }
 
 // only returns the one instrument and labels the observer was asked for.
-func (o *observer) only(t testing.TB) (*counter, admit.Labels) {
+func (o *observer) only(t testing.TB) (*counter, observe.Labels) {
 	t.Helper()
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -239,17 +240,17 @@ func (o *observer) only(t testing.TB) (*counter, admit.Labels) {
 	return o.insts[0], o.labels[0]
 }
 
-// counter is an admit.Instrument that counts calls per outcome, without
+// counter is an observe.Instrument that counts calls per outcome, without
 // allocating.
 type counter struct {
 	timed  bool
-	n      [admit.NumOutcomes]atomic.Int64
+	n      [observe.NumOutcomes]atomic.Int64
 	calls  atomic.Int64
 	badN   atomic.Int64 // Observe calls with n != 1
 	latent atomic.Int64 // untimed Observe calls given a latency
 }
 
-func (c *counter) Observe(o admit.Outcome, n int, latency time.Duration) {
+func (c *counter) Observe(o observe.Outcome, n int, latency time.Duration) {
 	c.calls.Add(1)
 	if n != 1 {
 		c.badN.Add(1)
@@ -257,7 +258,7 @@ func (c *counter) Observe(o admit.Outcome, n int, latency time.Duration) {
 	if !c.timed && latency != 0 {
 		c.latent.Add(1)
 	}
-	if int(o) > 0 && int(o) < admit.NumOutcomes {
+	if int(o) > 0 && int(o) < observe.NumOutcomes {
 		c.n[o].Add(int64(n))
 	}
 }
@@ -272,9 +273,9 @@ func (c *counter) counts(t testing.TB) map[string]int64 {
 	require.Zero(t, c.latent.Load(), "untimed Observe calls given a latency")
 	got := map[string]int64{}
 	var sum int64
-	for o := range admit.NumOutcomes {
+	for o := range observe.NumOutcomes {
 		if v := c.n[o].Load(); v != 0 {
-			got[admit.Outcome(o).String()] = v
+			got[observe.Outcome(o).String()] = v
 			sum += v
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/admit-go/admit/internal/bookquota"
 	"github.com/admit-go/admit/internal/clientip"
 	"github.com/admit-go/admit/internal/ratehdr"
+	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/policy"
 )
 
@@ -38,7 +39,7 @@ type Middleware struct {
 	// WithObserver's Observer by New or ForService; nil when there is none,
 	// or when the Observer counts nothing. timed is inst.Timed(), read
 	// then: only a timed instrument makes a request read the clock.
-	inst  admit.Instrument
+	inst  observe.Instrument
 	timed bool
 }
 
@@ -144,7 +145,7 @@ func (m *Middleware) instrument(name string, limits admit.Limits, lim admit.Keye
 // is not nil first (so that a middleware without one pays that check
 // alone); start is when the request's decision began, read only when
 // m.timed.
-func (m *Middleware) observe(o admit.Outcome, start time.Time) {
+func (m *Middleware) observe(o observe.Outcome, start time.Time) {
 	var latency time.Duration
 	if m.timed {
 		latency = time.Since(start)
@@ -254,7 +255,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 
 	if d.Allowed {
 		if m.inst != nil {
-			m.observe(admit.Admitted, start)
+			m.observe(observe.Admitted, start)
 		}
 		m.setHeaders(w.Header(), q, p, d, 0)
 		next.ServeHTTP(w, r)
@@ -262,9 +263,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	}
 	if m.inst != nil {
 		if c.shadow {
-			m.observe(admit.ShadowDenied, start)
+			m.observe(observe.ShadowDenied, start)
 		} else {
-			m.observe(admit.Denied, start)
+			m.observe(observe.Denied, start)
 		}
 	}
 	den := Denial{Key: key, API: api, Policy: p.Name, Decision: d}
@@ -290,9 +291,9 @@ func (m *Middleware) unkeyed(w http.ResponseWriter, r *http.Request, next http.H
 	c := &m.cfg
 	if m.inst != nil {
 		if c.shadow {
-			m.observe(admit.ShadowDenied, start)
+			m.observe(observe.ShadowDenied, start)
 		} else {
-			m.observe(admit.Errored, start)
+			m.observe(observe.Errored, start)
 		}
 	}
 	den := Denial{Unkeyed: true}

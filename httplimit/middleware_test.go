@@ -394,7 +394,7 @@ func TestService(t *testing.T) {
 	assert.Equal(t, []string{"api./login"}, body.Violated)
 
 	// A Reload is picked up: /login now allows 3, and alice, who had spent
-	// her 2, keeps them spent (the default, admit.CarryConsumed): one more
+	// her 2, keeps them spent (the default, policy.CarryConsumed): one more
 	// passes, and none is left.
 	book, err := policy.Parse(strings.NewReader("default = token-bucket,5,10s\napi./login = fixed-window,3,10s\n"))
 	require.NoError(t, err)

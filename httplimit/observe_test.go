@@ -16,20 +16,21 @@ import (
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/httplimit"
 	"github.com/admit-go/admit/locked"
+	"github.com/admit-go/admit/observe"
 )
 
-// observer is an admit.Observer that records the labels it is asked for and
+// observer is an observe.Observer that records the labels it is asked for and
 // counts every outcome on one counter per Instrument call.
 type observer struct {
 	timed bool // what its instruments' Timed says
 	none  bool // Instrument returns nil
 
 	mu     sync.Mutex
-	labels []admit.Labels
+	labels []observe.Labels
 	insts  []*counter
 }
 
-func (o *observer) Instrument(l admit.Labels) admit.Instrument {
+func (o *observer) Instrument(l observe.Labels) observe.Instrument {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.labels = append(o.labels, l)
@@ -42,7 +43,7 @@ func (o *observer) Instrument(l admit.Labels) admit.Instrument {
 }
 
 // only returns the one instrument and labels the observer was asked for.
-func (o *observer) only(t *testing.T) (*counter, admit.Labels) {
+func (o *observer) only(t *testing.T) (*counter, observe.Labels) {
 	t.Helper()
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -50,18 +51,18 @@ func (o *observer) only(t *testing.T) (*counter, admit.Labels) {
 	return o.insts[0], o.labels[0]
 }
 
-// counter is an admit.Instrument that counts requests per outcome, without
+// counter is an observe.Instrument that counts requests per outcome, without
 // allocating.
 type counter struct {
 	timed    bool
-	n        [admit.NumOutcomes]atomic.Int64
+	n        [observe.NumOutcomes]atomic.Int64
 	calls    atomic.Int64
 	badN     atomic.Int64 // Observe calls with n != 1
 	latent   atomic.Int64 // untimed Observe calls given a latency
 	outOfSet atomic.Int64 // outcomes out of range
 }
 
-func (c *counter) Observe(o admit.Outcome, n int, latency time.Duration) {
+func (c *counter) Observe(o observe.Outcome, n int, latency time.Duration) {
 	c.calls.Add(1)
 	if n != 1 {
 		c.badN.Add(1)
@@ -69,7 +70,7 @@ func (c *counter) Observe(o admit.Outcome, n int, latency time.Duration) {
 	if !c.timed && latency != 0 {
 		c.latent.Add(1)
 	}
-	if int(o) <= 0 || int(o) >= admit.NumOutcomes {
+	if int(o) <= 0 || int(o) >= observe.NumOutcomes {
 		c.outOfSet.Add(1)
 		return
 	}
@@ -87,9 +88,9 @@ func (c *counter) counts(t *testing.T) map[string]int64 {
 	assert.Zero(t, c.outOfSet.Load(), "Observe calls with an outcome out of range")
 	got := map[string]int64{}
 	var sum int64
-	for o := range admit.NumOutcomes {
+	for o := range observe.NumOutcomes {
 		if v := c.n[o].Load(); v != 0 {
-			got[admit.Outcome(o).String()] = v
+			got[observe.Outcome(o).String()] = v
 			sum += v
 		}
 	}
@@ -252,7 +253,7 @@ func TestObserverLabels(t *testing.T) {
 		}
 		serve(h, request("not an address", "/x"))
 		c, l := o.only(t)
-		assert.Equal(t, admit.Labels{Source: "http", Name: "service"}, l)
+		assert.Equal(t, observe.Labels{Source: "http", Name: "service"}, l)
 		assert.Equal(t, map[string]int64{"admitted": 2, "denied": 1, "errored": 1}, c.counts(t))
 	})
 }

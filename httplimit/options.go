@@ -8,6 +8,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/clientip"
 	"github.com/admit-go/admit/internal/limitopt"
+	"github.com/admit-go/admit/observe"
 )
 
 // An Option configures a [Middleware]; pass options to [New] or [ForService].
@@ -224,9 +225,9 @@ func WithAPI(api func(r *http.Request) string) Option {
 // Limits and no Store. No key ever reaches o.
 //
 // Every request the middleware limits is then counted once, as
-// admit.Admitted (passed to the next handler), admit.Denied (answered 429,
-// or by the [WithDenyHandler] handler), admit.ShadowDenied (denied, or
-// without a key, and let through by [WithShadow]) or admit.Errored (without
+// observe.Admitted (passed to the next handler), observe.Denied (answered 429,
+// or by the [WithDenyHandler] handler), observe.ShadowDenied (denied, or
+// without a key, and let through by [WithShadow]) or observe.Errored (without
 // a key and refused: 400 Bad Request, or the deny handler with
 // Denial.Unkeyed), with n = 1; a request without a key charged to
 // [WithUnknownKey]'s key counts as the decision about that key. Requests
@@ -244,7 +245,7 @@ func WithAPI(api func(r *http.Request) string) Option {
 // it, one call of Observe, with no allocation and no map lookup. A nil o is
 // an error wrapping [admit.ErrInvalidOption]: leave the option out to
 // observe nothing.
-func WithObserver(o admit.Observer) Option {
+func WithObserver(o observe.Observer) Option {
 	return func(c *config) error { return c.SetObserver(pkg, o) }
 }
 

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/otel"
 )
 
@@ -43,12 +43,12 @@ func TestTimedObserveAllocs(t *testing.T) {
 	mp, r := provider(t)
 	o := newObserver(t, otel.WithMeterProvider(mp), otel.WithLatency())
 	in := o.Instrument(labels(t, "/a"))
-	in.Observe(admit.Admitted, 1, time.Microsecond)
-	in.Observe(admit.Denied, 1, time.Microsecond)
+	in.Observe(observe.Admitted, 1, time.Microsecond)
+	in.Observe(observe.Denied, 1, time.Microsecond)
 	for i := range 2 {
 		n := testing.AllocsPerRun(1000, func() {
-			in.Observe(admit.Admitted, 1, time.Microsecond)
-			in.Observe(admit.Denied, 1, time.Millisecond)
+			in.Observe(observe.Admitted, 1, time.Microsecond)
+			in.Observe(observe.Denied, 1, time.Millisecond)
 		})
 		if n != 0 {
 			t.Errorf("after %d collections: %v allocations per two timed Observes, want 0", i, n)

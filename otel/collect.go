@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/observe"
 )
 
 // The attributes' keys. Values that would be empty (the scope outside a
@@ -39,7 +40,7 @@ type storeKey struct {
 // seriesAttrs are the options that carry a series' attributes, one per
 // outcome, computed when the series is first collected.
 type seriesAttrs struct {
-	byOutcome [admit.NumOutcomes][]metric.ObserveOption
+	byOutcome [observe.NumOutcomes][]metric.ObserveOption
 }
 
 // storeAttrs are the options that carry a store's attributes; gen is the
@@ -51,7 +52,7 @@ type storeAttrs struct {
 
 // labelAttrs returns the attributes of labels l, less the outcome; scope
 // is left out when scoped is false.
-func labelAttrs(l admit.Labels, scoped bool) []attribute.KeyValue {
+func labelAttrs(l observe.Labels, scoped bool) []attribute.KeyValue {
 	kv := make([]attribute.KeyValue, 0, 5)
 	kv = append(kv, keySource.String(l.Source), keyName.String(l.Name))
 	if scoped && l.Scope != "" {
@@ -64,7 +65,7 @@ func labelAttrs(l admit.Labels, scoped bool) []attribute.KeyValue {
 }
 
 // outcomeSet returns the attribute set of labels l with outcome oc.
-func outcomeSet(l admit.Labels, oc admit.Outcome) attribute.Set {
+func outcomeSet(l observe.Labels, oc observe.Outcome) attribute.Set {
 	kv := labelAttrs(l, true)
 	return attribute.NewSet(append(kv, keyOutcome.String(oc.String()))...)
 }
@@ -88,9 +89,9 @@ func (o *Observer) collect(_ context.Context, obs metric.Observer) error {
 		s := &snap[i]
 		l := s.Labels
 		a := o.seriesAttrs(l)
-		for oc := admit.Admitted; int(oc) < admit.NumOutcomes; oc++ {
+		for oc := observe.Admitted; int(oc) < observe.NumOutcomes; oc++ {
 			n := s.Decisions[oc]
-			if n == 0 && oc != admit.Admitted && oc != admit.Denied {
+			if n == 0 && oc != observe.Admitted && oc != observe.Denied {
 				continue
 			}
 			obs.ObserveInt64(o.decisions, clamp(n), a.byOutcome[oc]...)
@@ -117,12 +118,12 @@ func (o *Observer) collect(_ context.Context, obs metric.Observer) error {
 
 // seriesAttrs returns the cached attributes of l's series, computing them
 // on first use. It requires that o.mu is held.
-func (o *Observer) seriesAttrs(l admit.Labels) *seriesAttrs {
+func (o *Observer) seriesAttrs(l observe.Labels) *seriesAttrs {
 	k := seriesKey{l.Source, l.Name, l.Scope, l.Limits}
 	a := o.series[k]
 	if a == nil {
 		a = &seriesAttrs{}
-		for oc := admit.Admitted; int(oc) < admit.NumOutcomes; oc++ {
+		for oc := observe.Admitted; int(oc) < observe.NumOutcomes; oc++ {
 			a.byOutcome[oc] = []metric.ObserveOption{metric.WithAttributeSet(outcomeSet(l, oc))}
 		}
 		o.series[k] = a
@@ -132,7 +133,7 @@ func (o *Observer) seriesAttrs(l admit.Labels) *seriesAttrs {
 
 // storeAttrs returns the cached attributes of l's store, computing them on
 // first use. It requires that o.mu is held.
-func (o *Observer) storeAttrs(l admit.Labels) *storeAttrs {
+func (o *Observer) storeAttrs(l observe.Labels) *storeAttrs {
 	k := storeKey{l.Source, l.Name, l.Limits}
 	a := o.stores[k]
 	if a == nil {

@@ -1,5 +1,5 @@
 // Package otel exports the decisions of admit's limiters as OpenTelemetry
-// metrics: an [Observer] is an admit.Observer that counts in a tally.Tally
+// metrics: an [Observer] is an observe.Observer that counts in a tally.Tally
 // and reports the Tally through asynchronous instruments, read in one
 // callback when a reader collects. It is a module of its own,
 // github.com/admit-go/admit/otel, so that the core module does not depend on

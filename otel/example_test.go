@@ -12,6 +12,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/otel"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/tally"
@@ -20,7 +21,7 @@ import (
 // checks runs three Checks of alice on /orders and on /login through a
 // Service over book "default = token-bucket,2,1m", "api./login =
 // fixed-window,1,1m", observed by o.
-func checks(o admit.Observer) {
+func checks(o observe.Observer) {
 	book, err := policy.Parse(strings.NewReader("default = token-bucket,2,1m\napi./login = fixed-window,1,1m\n"))
 	if err != nil {
 		panic(err)
@@ -137,7 +138,7 @@ func ExampleWithTally() {
 	checks(t)
 	printMetric(reader, "admit.decisions")
 	for _, s := range t.Snapshot() {
-		fmt.Printf("snapshot %s admitted = %d\n", s.Labels.Name, s.Decisions[admit.Admitted])
+		fmt.Printf("snapshot %s admitted = %d\n", s.Labels.Name, s.Decisions[observe.Admitted])
 	}
 	// Output:
 	// admit.decisions /login admitted api = 1

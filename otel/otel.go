@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/tally"
 )
 
@@ -115,7 +116,7 @@ func WithMaxSeries(n int) Option {
 	}
 }
 
-// Observer is an [admit.Observer] that exports the decisions of admit's
+// Observer is an [observe.Observer] that exports the decisions of admit's
 // limiters, counted by name and never by key, as OpenTelemetry metrics.
 // It counts in a [tally.Tally] (its own, or the one of [WithTally]) and
 // reads the Tally in one callback when a reader collects, so a decision
@@ -148,7 +149,7 @@ type Observer struct {
 	// instMu serializes Instrument when the Observer is timed, and guards
 	// timedBy.
 	instMu  sync.Mutex
-	timedBy map[admit.Instrument]*timedInstrument // by the Tally's instrument
+	timedBy map[observe.Instrument]*timedInstrument // by the Tally's instrument
 
 	// mu serializes the callback (readers may collect concurrently), and
 	// guards the caches below.
@@ -241,7 +242,7 @@ func (o *Observer) register(m metric.Meter, cfg config) error {
 			metric.WithExplicitBucketBoundaries(bounds...)); err != nil {
 			return wrap(nameDuration, err)
 		}
-		o.timedBy = map[admit.Instrument]*timedInstrument{}
+		o.timedBy = map[observe.Instrument]*timedInstrument{}
 	}
 	o.reg, err = m.RegisterCallback(o.collect, o.decisions, o.keys, o.maxKeys, o.evictions, o.fullDenials, o.folded)
 	if err != nil {
@@ -250,7 +251,7 @@ func (o *Observer) register(m metric.Meter, cfg config) error {
 	return nil
 }
 
-// Instrument implements [admit.Observer]: it returns the Tally's
+// Instrument implements [observe.Observer]: it returns the Tally's
 // instrument for labels, which counts the decisions that the callback
 // reports at the next collection. With [WithLatency] it returns an
 // instrument that also records each decision's latency in
@@ -258,7 +259,7 @@ func (o *Observer) register(m metric.Meter, cfg config) error {
 // (their Name is "_other" when the Tally folded them), computed here once.
 // Like every Observer's, it is meant to be called when a limiter is built,
 // not per decision.
-func (o *Observer) Instrument(l admit.Labels) admit.Instrument {
+func (o *Observer) Instrument(l observe.Labels) observe.Instrument {
 	if o.duration == nil {
 		return o.tally.Instrument(l)
 	}
@@ -279,12 +280,12 @@ func (o *Observer) Instrument(l admit.Labels) admit.Instrument {
 	return w
 }
 
-var _ admit.Releaser = (*Observer)(nil)
+var _ observe.Releaser = (*Observer)(nil)
 
-// Release implements [admit.Releaser]: the Observer's Tally lets go of the
+// Release implements [observe.Releaser]: the Observer's Tally lets go of the
 // store of l (see [tally.Tally.Release]), which the next collection no
 // longer reports; the decisions stay.
-func (o *Observer) Release(l admit.Labels) { o.tally.Release(l) }
+func (o *Observer) Release(l observe.Labels) { o.tally.Release(l) }
 
 // Unregister unregisters the Observer's callback: from then on its
 // instruments report nothing at a collection, and the latency histogram of

@@ -17,6 +17,7 @@ import (
 
 	"github.com/admit-go/admit"
 	admitatomic "github.com/admit-go/admit/atomic"
+	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/otel"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/tally"
@@ -39,11 +40,11 @@ func store(name, limits string) string {
 }
 
 // labels returns policy labels for name under token-bucket,2,1m.
-func labels(t testing.TB, name string) admit.Labels {
+func labels(t testing.TB, name string) observe.Labels {
 	t.Helper()
 	l, err := admit.ParseLimits(tb21m)
 	require.NoError(t, err)
-	return admit.Labels{Source: "policy", Name: name, Scope: "default", Limits: l}
+	return observe.Labels{Source: "policy", Name: name, Scope: "default", Limits: l}
 }
 
 // TestDecisions: every Check is counted once, under its scope's
@@ -81,7 +82,7 @@ func TestDecisions(t *testing.T) {
 	// Another outcome appears once counted (here by a caller other than
 	// the Service), under the labels' attributes; no scope, no limits are
 	// left out rather than empty.
-	o.Instrument(admit.Labels{Source: "http", Name: "api"}).Observe(admit.ShadowDenied, 1, 0)
+	o.Instrument(observe.Labels{Source: "http", Name: "api"}).Observe(observe.ShadowDenied, 1, 0)
 	got := counter(t, collect(t, r), "admit.decisions")
 	assert.Equal(t, int64(1), got["admit.name=api admit.outcome=shadow_denied admit.source=http"])
 	assert.Equal(t, int64(0), got["admit.name=api admit.outcome=admitted admit.source=http"])
@@ -197,7 +198,7 @@ func TestStoreFull(t *testing.T) {
 func TestNoStoreStats(t *testing.T) {
 	mp, r := provider(t)
 	o := newObserver(t, otel.WithMeterProvider(mp))
-	o.Instrument(admit.Labels{Source: "redis", Name: "rl:"}).Observe(admit.Admitted, 1, 0)
+	o.Instrument(observe.Labels{Source: "redis", Name: "rl:"}).Observe(observe.Admitted, 1, 0)
 	ms := collect(t, r)
 	assert.Equal(t, map[string]int64{
 		"admit.name=rl: admit.outcome=admitted admit.source=redis": 1,
@@ -235,10 +236,10 @@ func TestLatency(t *testing.T) {
 	in := o.Instrument(labels(t, "/a"))
 	require.True(t, in.Timed())
 	assert.Same(t, in, o.Instrument(labels(t, "/a")), "the same labels, the same instrument")
-	in.Observe(admit.Admitted, 1, 500*time.Microsecond)
-	in.Observe(admit.Admitted, 1, 0)
-	in.Observe(admit.Denied, 1, 2*time.Millisecond)
-	in.Observe(admit.Outcome(0), 1, time.Millisecond) // not an outcome: counted nowhere
+	in.Observe(observe.Admitted, 1, 500*time.Microsecond)
+	in.Observe(observe.Admitted, 1, 0)
+	in.Observe(observe.Denied, 1, 2*time.Millisecond)
+	in.Observe(observe.Outcome(0), 1, time.Millisecond) // not an outcome: counted nowhere
 	ms := collect(t, r)
 	m, ok := ms["admit.decision.duration"]
 	require.True(t, ok)
@@ -301,7 +302,7 @@ func TestMeterProvider(t *testing.T) {
 	want := map[string]int64{}
 	if !registered {
 		early := newObserver(t)
-		early.Instrument(labels(t, "/early")).Observe(admit.Admitted, 1, 0)
+		early.Instrument(labels(t, "/early")).Observe(observe.Admitted, 1, 0)
 		want[dec("default", "/early", tb21m, "admitted")] = 1
 		want[dec("default", "/early", tb21m, "denied")] = 0
 	}
@@ -310,8 +311,8 @@ func TestMeterProvider(t *testing.T) {
 
 	og := newObserver(t)
 	om := newObserver(t, otel.WithMeterProvider(mine))
-	og.Instrument(labels(t, "/global")).Observe(admit.Admitted, 1, 0)
-	om.Instrument(labels(t, "/mine")).Observe(admit.Admitted, 1, 0)
+	og.Instrument(labels(t, "/global")).Observe(observe.Admitted, 1, 0)
+	om.Instrument(labels(t, "/mine")).Observe(observe.Admitted, 1, 0)
 	want[dec("default", "/global", tb21m, "admitted")] = 1
 	want[dec("default", "/global", tb21m, "denied")] = 0
 	assert.Equal(t, want, counter(t, collect(t, rg), "admit.decisions"))
@@ -377,11 +378,11 @@ func TestUnregister(t *testing.T) {
 	o, err := otel.New(otel.WithMeterProvider(mp), otel.WithLatency())
 	require.NoError(t, err)
 	in := o.Instrument(labels(t, "/a"))
-	in.Observe(admit.Admitted, 1, time.Microsecond)
+	in.Observe(observe.Admitted, 1, time.Microsecond)
 	require.Contains(t, collect(t, r), "admit.decisions")
 	require.NoError(t, o.Unregister())
 	require.NoError(t, o.Unregister())
-	in.Observe(admit.Admitted, 1, time.Microsecond)
+	in.Observe(observe.Admitted, 1, time.Microsecond)
 	ms := collect(t, r)
 	assert.NotContains(t, ms, "admit.decisions")
 	assert.NotContains(t, ms, "admit.observer.folds")

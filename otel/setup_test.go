@@ -12,6 +12,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/otel"
 	"github.com/admit-go/admit/policy"
 )
@@ -46,7 +47,7 @@ func newObserver(t testing.TB, opts ...otel.Option) *otel.Observer {
 // service returns a Service over book, observed by o, on a fake clock, its
 // limiters built by atomic's New (a keyed store that reports statistics)
 // unless opts choose another factory.
-func service(t testing.TB, book string, o admit.Observer, opts ...admit.Option) (*policy.Service, *clock.Fake) {
+func service(t testing.TB, book string, o observe.Observer, opts ...admit.Option) (*policy.Service, *clock.Fake) {
 	t.Helper()
 	b, err := policy.Parse(strings.NewReader(book))
 	require.NoError(t, err)

@@ -82,6 +82,37 @@ func BenchmarkCheckParallel(b *testing.B) {
 	}
 }
 
+// BenchmarkCheckAPIs measures the Service's registry of limiters per API,
+// which Check consults on every call: apis=N spreads the calls of every
+// goroutine of -cpu over N existing APIs of the default rule (one group,
+// N limiters), 16 users each.
+func BenchmarkCheckAPIs(b *testing.B) {
+	for _, n := range []int{1, 64} {
+		b.Run("apis="+strconv.Itoa(n), func(b *testing.B) {
+			s := service(b, parse(b, benchBook), admit.WithClock(clock.System()))
+			const users = 16
+			pairs := make([][2]string, 0, n*users)
+			for a := range n {
+				for u := range users {
+					p := [2]string{"user-" + strconv.Itoa(u), "/api/" + strconv.Itoa(a)}
+					s.Check(p[0], p[1])
+					pairs = append(pairs, p)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					p := &pairs[i%len(pairs)]
+					s.Check(p[0], p[1])
+					i += 17 // a stride coprime with 16 users: every API in turn
+				}
+			})
+		})
+	}
+}
+
 // BenchmarkPairBytes measures what a Service holds per (user, API) pair with
 // its default factory: it checks pairs=N new users of one API, with 12-byte
 // names, under a default rule of limit per minute (each pair admitted once on

@@ -50,7 +50,7 @@ func WithFactory(f Factory) admit.Option {
 		}
 		s.Factory = f
 		return nil
-	}).(admit.Option)
+	})
 }
 
 // WithLimitsFactory makes [NewService] build the limiters of composites (the
@@ -67,7 +67,7 @@ func WithLimitsFactory(f LimitsFactory) admit.Option {
 		}
 		s.LimitsFactory = f
 		return nil
-	}).(admit.Option)
+	})
 }
 
 // defaultFactory is the variant a Service uses when no [WithFactory] option
@@ -133,7 +133,7 @@ func (b *builder) newLimiter(l admit.Limits) (admit.KeyedLimiter, whicher, error
 // limiter it needs is built and, for a carry other than CarryNothing, every
 // limiter whose pairs change limits can carry their state (canCarry), so a
 // failure leaves old as it was.
-func (s *Service) compile(book *Book, old *snapshot, carry admit.Carry) (*snapshot, error) {
+func (s *Service) compile(book *Book, old *snapshot, carry Carry) (*snapshot, error) {
 	if err := book.validate(); err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
@@ -149,7 +149,7 @@ func (s *Service) compile(book *Book, old *snapshot, carry admit.Carry) (*snapsh
 	// CarryConsumed at start-up (target.go).
 	tc := carry
 	if old == nil {
-		tc = admit.CarryConsumed
+		tc = CarryConsumed
 	}
 	groupFor := func(l admit.Limits) *group {
 		if g := snap.groups[l]; g != nil {
@@ -208,7 +208,7 @@ func (s *Service) compile(book *Book, old *snapshot, carry admit.Carry) (*snapsh
 			delete(fresh, g)
 		}
 	}
-	if carry != admit.CarryNothing && s.build.target == nil {
+	if carry != CarryNothing && s.build.target == nil {
 		sealed, err := old.canCarry(snap, carry)
 		if err != nil {
 			return nil, err

@@ -68,7 +68,7 @@ type ReloadOption interface {
 
 // reloadSettings are the options of one Reload.
 type reloadSettings struct {
-	carry admit.Carry // admit.CarryConsumed unless WithCarry says otherwise
+	carry Carry // CarryConsumed unless WithCarry says otherwise
 }
 
 // reloadOption is a ReloadOption that runs f.
@@ -77,10 +77,10 @@ type reloadOption func(*reloadSettings) error
 func (f reloadOption) applyReload(s *reloadSettings) error { return f(s) }
 
 // WithCarry makes [Service.Reload] carry the state of each pair whose
-// limits change into the new limits as c says: [admit.CarryConsumed] (the
+// limits change into the new limits as c says: [CarryConsumed] (the
 // default: what was consumed stays consumed, all of it, even past the new
-// Limit), [admit.CarryProportional] (the same fraction of the budget stays
-// consumed) or [admit.CarryNothing] (the pair starts afresh under the new
+// Limit), [CarryProportional] (the same fraction of the budget stays
+// consumed) or [CarryNothing] (the pair starts afresh under the new
 // limits, and Reload moves nothing).
 //
 // The promise, on a clock that does not move and across any sequence of
@@ -92,10 +92,10 @@ func (f reloadOption) applyReload(s *reloadSettings) error { return f(s) }
 // docs/algorithms.md ("A limit that changes") gives each strategy per
 // algorithm and proves both bounds. Any other c makes Reload return an
 // error wrapping [admit.ErrInvalidOption].
-func WithCarry(c admit.Carry) ReloadOption {
+func WithCarry(c Carry) ReloadOption {
 	return reloadOption(func(s *reloadSettings) error {
-		if c < admit.CarryConsumed || c > admit.CarryNothing {
-			return fmt.Errorf("%w: policy.WithCarry(%v); pass admit.CarryConsumed, admit.CarryProportional or admit.CarryNothing", admit.ErrInvalidOption, c)
+		if c < CarryConsumed || c > CarryNothing {
+			return fmt.Errorf("%w: policy.WithCarry(%v); pass policy.CarryConsumed, policy.CarryProportional or policy.CarryNothing", admit.ErrInvalidOption, c)
 		}
 		s.carry = c
 		return nil
@@ -182,13 +182,13 @@ func (s *snapshot) groupOf(user, api string) *group {
 // holds it: from before new is published until every move is over (close).
 type migration struct {
 	old, new *snapshot
-	carry    admit.Carry
+	carry    Carry
 	epoch    migrate.Epoch
 }
 
 // carry publishes snap, which replaces old, and moves the keys of the pairs
 // whose limits change (steps 2 to 5 above). It requires s.mu.
-func (s *Service) carry(old, snap *snapshot, c admit.Carry) {
+func (s *Service) carry(old, snap *snapshot, c Carry) {
 	mv := s.open(old, snap, c)
 	s.moveAll(mv)
 	s.close(mv)
@@ -197,7 +197,7 @@ func (s *Service) carry(old, snap *snapshot, c admit.Carry) {
 // open opens the migration window of a Reload from old to snap with the
 // strategy c, gives the limiters of snap their Adopt hooks, and publishes
 // snap (steps 2 and 3). It requires s.mu.
-func (s *Service) open(old, snap *snapshot, c admit.Carry) *migration {
+func (s *Service) open(old, snap *snapshot, c Carry) *migration {
 	s.epoch++
 	mv := &migration{old: old, new: snap, carry: c, epoch: s.epoch}
 	snap.mig = mv
@@ -360,7 +360,7 @@ func (s *Service) adopt(a *apiLimiter, user string) migrate.Epoch {
 // dropped: no Check stores the pair in to while a move is still to bring
 // it there (keep), and a pair adopted is no longer in from. It requires
 // s.moveMu.
-func (s *Service) move(from, to *apiLimiter, user string, c admit.Carry) {
+func (s *Service) move(from, to *apiLimiter, user string, c Carry) {
 	if from.mig == nil || to.mig == nil {
 		return
 	}
@@ -370,7 +370,7 @@ func (s *Service) move(from, to *apiLimiter, user string, c admit.Carry) {
 		return
 	}
 	to.use.Store(used) // no Reload seals it meanwhile: they are serialized, and this one has published
-	kernel.Convert(from.g.kern, fs[:fl], to.g.kern, ts[:tl], s.clock.Now(), kernel.Carry(c))
+	kernel.Convert(from.g.kern, fs[:fl], to.g.kern, ts[:tl], s.clock.Now(), kernel.Conversion(c))
 	to.mig.Put(user, ts[:tl])
 }
 
@@ -437,7 +437,7 @@ func (b *Book) othersLimits(api string) admit.Limits {
 // seals (apiLimiter.seal) and returns, for open to unseal once snap is
 // published. It reports the first such pair in the order of s's book (its
 // entries' limits, then APIs and users by name), and then seals nothing.
-func (s *snapshot) canCarry(snap *snapshot, c admit.Carry) (seals []*apiLimiter, err error) {
+func (s *snapshot) canCarry(snap *snapshot, c Carry) (seals []*apiLimiter, err error) {
 	defer func() {
 		if err != nil {
 			for _, a := range seals {
@@ -485,11 +485,11 @@ func (s *snapshot) canCarry(snap *snapshot, c admit.Carry) (seals []*apiLimiter,
 
 // carryError is canCarry's error for the pairs m of api, whose limits were
 // from.
-func carryError(c admit.Carry, api string, m moved, from admit.Limits, why string) error {
+func carryError(c Carry, api string, m moved, from admit.Limits, why string) error {
 	who := fmt.Sprintf("user %q", m.user)
 	if m.others {
 		who = "the users without an entry of their own"
 	}
-	return fmt.Errorf("%w: policy: Reload: the limits of %s on API %q change from %v to %v, and %s, so their state cannot be carried (carry %v; docs/configuration.md, \"Changing limits\", lists the limiters that carry it); pass WithCarry(admit.CarryNothing) to start those pairs afresh under the new limits",
+	return fmt.Errorf("%w: policy: Reload: the limits of %s on API %q change from %v to %v, and %s, so their state cannot be carried (carry %v; docs/configuration.md, \"Changing limits\", lists the limiters that carry it); pass WithCarry(policy.CarryNothing) to start those pairs afresh under the new limits",
 		admit.ErrUnsupported, who, api, from, m.to, why, c)
 }

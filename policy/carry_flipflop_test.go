@@ -50,7 +50,7 @@ func TestReloadFlipFlop(t *testing.T) {
 			if v.name == "atomic" && alg == "sliding-log" {
 				continue // atomic has no sliding log (locked's is the one to use)
 			}
-			for _, c := range []admit.Carry{admit.CarryConsumed, admit.CarryProportional} {
+			for _, c := range []policy.Carry{policy.CarryConsumed, policy.CarryProportional} {
 				what := fmt.Sprintf("%s %s carry %v", v.name, alg, c)
 				book := func(limit int) *policy.Book {
 					return parse(t, fmt.Sprintf("default = %s,%d,1h\n", alg, limit))
@@ -100,11 +100,11 @@ func drawBookLimits(t *rapid.T, label string, logs bool) (string, admit.Limits) 
 // books on a frozen clock: a pair is admitted at most the largest Limit
 // (a composite's smallest rule's) of the limits it was under with
 // CarryConsumed, and at most the largest Limit of any rule it was under
-// with CarryProportional (the same for one-rule limits: see admit.Carry).
+// with CarryProportional (the same for one-rule limits: see policy.Carry).
 func TestReloadChainBound(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		v := variants[rapid.IntRange(0, len(variants)-1).Draw(t, "variant")]
-		c := rapid.SampledFrom([]admit.Carry{admit.CarryConsumed, admit.CarryProportional}).Draw(t, "carry")
+		c := rapid.SampledFrom([]policy.Carry{policy.CarryConsumed, policy.CarryProportional}).Draw(t, "carry")
 		logs := v.name != "atomic"
 		text, l := drawBookLimits(t, "book0", logs)
 		s, err := policy.NewService(parseBook(t, "default = "+text+"\n"), admit.WithClock(clock.NewFake()), policy.WithFactory(v.f), policy.WithLimitsFactory(v.limits))
@@ -142,8 +142,8 @@ func parseBook(t require.TestingT, text string) *policy.Book {
 }
 
 // bookBound is what one book adds to TestReloadChainBound's bound.
-func bookBound(l admit.Limits, c admit.Carry) int {
-	if c == admit.CarryConsumed {
+func bookBound(l admit.Limits, c policy.Carry) int {
+	if c == policy.CarryConsumed {
 		return l.Limit()
 	}
 	m := 0

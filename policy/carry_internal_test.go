@@ -34,9 +34,9 @@ func TestAdoptDuringTheWindow(t *testing.T) {
 	oldLim := old.apis["/x"].lim.(admit.Store)
 
 	s.mu.Lock()
-	snap, err := s.compile(parse("default = token-bucket,1000,1h\napi./x = fixed-window,20,1m\n"), old, admit.CarryConsumed)
+	snap, err := s.compile(parse("default = token-bucket,1000,1h\napi./x = fixed-window,20,1m\n"), old, CarryConsumed)
 	require.NoError(t, err)
-	mv := s.open(old, snap, admit.CarryConsumed)
+	mv := s.open(old, snap, CarryConsumed)
 	require.Equal(t, 2, oldLim.Len(), "nothing moved before the pass")
 
 	d := s.Check("u", "/x")

@@ -21,7 +21,7 @@ import (
 // for a token bucket and a fixed window and for every kind of entry; the
 // pairs a Reload must not touch; calls racing the move; and the refusals.
 
-var strategies = []admit.Carry{admit.CarryConsumed, admit.CarryProportional, admit.CarryNothing}
+var strategies = []policy.Carry{policy.CarryConsumed, policy.CarryProportional, policy.CarryNothing}
 
 // remaining returns the Remaining of a probe of (user, api): what the pair
 // would still be admitted now.
@@ -46,10 +46,10 @@ func TestReloadCarry(t *testing.T) {
 	for _, alg := range []string{"token-bucket", "fixed-window"} {
 		for _, tc := range []struct {
 			limit int
-			want  map[admit.Carry]int
+			want  map[policy.Carry]int
 		}{
-			{20, map[admit.Carry]int{admit.CarryConsumed: 13, admit.CarryProportional: 6, admit.CarryNothing: 20}},
-			{5, map[admit.Carry]int{admit.CarryConsumed: 0, admit.CarryProportional: 1, admit.CarryNothing: 5}},
+			{20, map[policy.Carry]int{policy.CarryConsumed: 13, policy.CarryProportional: 6, policy.CarryNothing: 20}},
+			{5, map[policy.Carry]int{policy.CarryConsumed: 0, policy.CarryProportional: 1, policy.CarryNothing: 5}},
 		} {
 			for _, entry := range []string{"default", "api./x", "user.u"} {
 				for _, c := range strategies {
@@ -306,9 +306,9 @@ func (h hiddenWhich) AllowNWhich(key string, n int) (admit.Decision, int) {
 // kept by a limiter that cannot hand it over (a factory's own; a store of
 // hashed keys, which cannot list its users) or take it (the limits it
 // moves to) returns an error wrapping admit.ErrUnsupported that names the
-// first such pair and WithCarry(admit.CarryNothing), and leaves the
+// first such pair and WithCarry(policy.CarryNothing), and leaves the
 // Service as it was: its book and every pair's state.
-// WithCarry(admit.CarryNothing) then goes through, and so does, with the
+// WithCarry(policy.CarryNothing) then goes through, and so does, with the
 // default, a Reload whose changed pairs no such limiter was built for.
 func TestReloadCarryUnsupported(t *testing.T) {
 	hide := func(r admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
@@ -363,7 +363,7 @@ func TestReloadCarryUnsupported(t *testing.T) {
 		err := s.Reload(parse(t, tc.after))
 		require.ErrorIs(t, err, admit.ErrUnsupported, tc.name)
 		assert.ErrorContains(t, err, tc.msg, tc.name)
-		assert.ErrorContains(t, err, "pass WithCarry(admit.CarryNothing)", tc.name)
+		assert.ErrorContains(t, err, "pass WithCarry(policy.CarryNothing)", tc.name)
 		assert.Same(t, old, s.Book(), tc.name)
 		for p, d := range before {
 			assert.Equal(t, d, s.CheckN(p[0], p[1], 0), "%s: (%s, %s) after the refused Reload", tc.name, p[0], p[1])
@@ -372,7 +372,7 @@ func TestReloadCarryUnsupported(t *testing.T) {
 		if tc.unaffected != "" {
 			require.NoError(t, s.Reload(parse(t, tc.unaffected)), tc.name)
 		}
-		require.NoError(t, s.Reload(parse(t, tc.after), policy.WithCarry(admit.CarryNothing)), tc.name)
+		require.NoError(t, s.Reload(parse(t, tc.after), policy.WithCarry(policy.CarryNothing)), tc.name)
 		assert.NotSame(t, old, s.Book(), tc.name)
 	}
 }
@@ -385,11 +385,11 @@ func TestWithCarryInvalid(t *testing.T) {
 	spendN(t, s, "u", "/login", 1)
 	old := s.Book()
 	next := parse(t, "default = token-bucket,5,10\napi./login = fixed-window,3,10\n")
-	for _, o := range []policy.ReloadOption{policy.WithCarry(0), policy.WithCarry(admit.CarryNothing + 1), nil} {
+	for _, o := range []policy.ReloadOption{policy.WithCarry(0), policy.WithCarry(policy.CarryNothing + 1), nil} {
 		err := s.Reload(next, o)
 		require.ErrorIs(t, err, admit.ErrInvalidOption)
 		assert.Same(t, old, s.Book())
 	}
-	assert.EqualError(t, s.Reload(next, policy.WithCarry(0)), "admit: invalid option: policy.WithCarry(Carry(0)); pass admit.CarryConsumed, admit.CarryProportional or admit.CarryNothing")
+	assert.EqualError(t, s.Reload(next, policy.WithCarry(0)), "admit: invalid option: policy.WithCarry(Carry(0)); pass policy.CarryConsumed, policy.CarryProportional or policy.CarryNothing")
 	assert.Equal(t, 1, remaining(s, "u", "/login"))
 }

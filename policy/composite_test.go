@@ -227,7 +227,7 @@ func TestServiceCompositeLateFactoryFailure(t *testing.T) {
 // its budget under every rule, whether the limits are a composite or one
 // rule; a composite that changes in any way (a rule changed, added or
 // dropped, or the rules reordered) is new limits, with a fresh budget under
-// WithCarry(admit.CarryNothing).
+// WithCarry(policy.CarryNothing).
 func TestReloadComposite(t *testing.T) {
 	fake := clock.NewFake()
 	s := service(t, parse(t, `
@@ -249,7 +249,7 @@ api./swap  = fixed-window,3,1h + token-bucket,2,1h
 api./grow  = token-bucket,2,1h + fixed-window,3,1h + sliding-log,9,1h
 api./one   = fixed-window,2,1h + token-bucket,9,1h
 user.vip-1 = sliding-log,2,1h + sliding-counter,3,1h
-`), policy.WithCarry(admit.CarryNothing)))
+`), policy.WithCarry(policy.CarryNothing)))
 	for _, tc := range []struct {
 		user, api string
 		want      int
@@ -260,7 +260,7 @@ user.vip-1 = sliding-log,2,1h + sliding-counter,3,1h
 		assert.Equal(t, tc.want, spend(t, s, tc.user, tc.api), "Checks admitted for (%s, %s) after the reload", tc.user, tc.api)
 	}
 	// A composite becomes one rule: fresh under the rule.
-	require.NoError(t, s.Reload(parse(t, "default = token-bucket,2,1h\n"), policy.WithCarry(admit.CarryNothing)))
+	require.NoError(t, s.Reload(parse(t, "default = token-bucket,2,1h\n"), policy.WithCarry(policy.CarryNothing)))
 	assert.Equal(t, 2, spend(t, s, "alice", "/orders"))
 }
 

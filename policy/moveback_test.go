@@ -171,7 +171,7 @@ func TestMoveBack(t *testing.T) {
 			bookA := parse(t, "default = "+c.lo+"\napi./keep = "+c.hi+"\n")
 			bookB := parse(t, "default = "+c.hi+"\napi./keep = "+c.lo+"\n")
 			s := service(t, bookA, append(c.opts(g), admit.WithClock(clock.NewFake()))...)
-			carry := policy.WithCarry(admit.CarryProportional)
+			carry := policy.WithCarry(policy.CarryProportional)
 			spendN(t, s, "u", "/x", 5)
 
 			var wg sync.WaitGroup

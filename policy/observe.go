@@ -10,6 +10,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/plumb"
+	"github.com/admit-go/admit/observe"
 )
 
 // WithObserver makes [NewService] report the Service's decisions to o: for
@@ -29,19 +30,19 @@ import (
 // routes, not raw paths; see [Service]) times the limits of the book. It is
 // an option of NewService only: the variants' constructors refuse it with
 // an error wrapping [admit.ErrUnsupported].
-func WithObserver(o admit.Observer) admit.Option {
+func WithObserver(o observe.Observer) admit.Option {
 	return plumb.NewOption(func(s *plumb.Settings) error {
 		if o == nil {
-			return fmt.Errorf("%w: WithObserver(nil); pass an admit.Observer, such as a *tally.Tally", admit.ErrInvalidOption)
+			return fmt.Errorf("%w: WithObserver(nil); pass an observe.Observer, such as a *tally.Tally", admit.ErrInvalidOption)
 		}
 		s.Observer = o
 		return nil
-	}).(admit.Option)
+	})
 }
 
 // instrument is an observer's instrument for one scope of an apiLimiter.
 type instrument struct {
-	in    admit.Instrument // nil: the observer counts nothing for these labels
+	in    observe.Instrument // nil: the observer counts nothing for these labels
 	timed bool
 }
 
@@ -75,8 +76,8 @@ func (a *apiLimiter) resolve(sc Scope) *instrument {
 
 // labels returns the labels of the limiter's decisions for scope, with the
 // limiter as their Store when withStore is true and it reports statistics.
-func (a *apiLimiter) labels(sc Scope, withStore bool) admit.Labels {
-	l := admit.Labels{Source: "policy", Name: a.api, Scope: sc.String(), Limits: a.g.limits}
+func (a *apiLimiter) labels(sc Scope, withStore bool) observe.Labels {
+	l := observe.Labels{Source: "policy", Name: a.api, Scope: sc.String(), Limits: a.g.limits}
 	if st, ok := a.lim.(admit.StatsReporter); ok && withStore {
 		l.Store = st
 	}
@@ -86,7 +87,7 @@ func (a *apiLimiter) labels(sc Scope, withStore bool) admit.Labels {
 // release tells r that the limiter is dropped: Release with the labels of
 // each scope whose instrument was resolved with the limiter as its Store.
 // Instruments resolved later get no Store.
-func (a *apiLimiter) release(r admit.Releaser) {
+func (a *apiLimiter) release(r observe.Releaser) {
 	a.resolving.Lock()
 	defer a.resolving.Unlock()
 	if a.retired {
@@ -121,9 +122,9 @@ func (a *apiLimiter) allowN(sc Scope, user string, n int) admit.Decision {
 	}
 	d := a.lim.AllowN(user, n)
 	if in.in != nil && d.Limit >= 0 { // count, written out: it does not inline
-		o := admit.Denied
+		o := observe.Denied
 		if d.Allowed {
-			o = admit.Admitted
+			o = observe.Admitted
 		}
 		in.in.Observe(o, n, 0)
 	}
@@ -135,9 +136,9 @@ func (a *apiLimiter) allowN(sc Scope, user string, n int) admit.Decision {
 // again under the newer book.
 func (in *instrument) count(d *admit.Decision, n int, latency time.Duration) {
 	if in.in != nil && d.Limit >= 0 {
-		o := admit.Denied
+		o := observe.Denied
 		if d.Allowed {
-			o = admit.Admitted
+			o = observe.Admitted
 		}
 		in.in.Observe(o, n, latency)
 	}
@@ -173,14 +174,14 @@ func (a *apiLimiter) allowNWhichObserved(sc Scope, user string, n int) (admit.De
 	return d, i
 }
 
-// release lets the observer, if it keeps stores (admit.Releaser), let go
+// release lets the observer, if it keeps stores (observe.Releaser), let go
 // of the limiters of old's groups whose limits snap no longer has: nothing
 // else holds them once Checks on old are done. A group whose limits snap
 // has, reused or built anew, is not released: the labels of its limiters
 // are snap's too, and an observer replaces their store when it meets them
 // again. It requires s.mu.
 func (s *Service) release(old, snap *snapshot) {
-	r, ok := s.obs.(admit.Releaser)
+	r, ok := s.obs.(observe.Releaser)
 	if !ok {
 		return
 	}

@@ -17,11 +17,12 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/locked"
+	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/sharded"
 )
 
-// recorder is an admit.Observer that keeps one counter per label set and
+// recorder is an observe.Observer that keeps one counter per label set and
 // outcome, and records how often each label set was resolved.
 type recorder struct {
 	timed    bool
@@ -31,8 +32,8 @@ type recorder struct {
 }
 
 type recSeries struct {
-	labels admit.Labels
-	n      [admit.NumOutcomes]atomic.Int64
+	labels observe.Labels
+	n      [observe.NumOutcomes]atomic.Int64
 	lat    atomic.Int64 // observations with a latency above 0
 	timed  bool
 }
@@ -41,11 +42,11 @@ func newRecorder(timed bool) *recorder {
 	return &recorder{timed: timed, series: map[string]*recSeries{}, resolved: map[string]int{}}
 }
 
-func labelKey(l admit.Labels) string {
+func labelKey(l observe.Labels) string {
 	return l.Source + " " + l.Scope + " " + l.Name + " " + l.Limits.String()
 }
 
-func (r *recorder) Instrument(l admit.Labels) admit.Instrument {
+func (r *recorder) Instrument(l observe.Labels) observe.Instrument {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := labelKey(l)
@@ -58,7 +59,7 @@ func (r *recorder) Instrument(l admit.Labels) admit.Instrument {
 	return s
 }
 
-func (s *recSeries) Observe(o admit.Outcome, n int, latency time.Duration) {
+func (s *recSeries) Observe(o observe.Outcome, n int, latency time.Duration) {
 	s.n[o].Add(1)
 	if latency > 0 {
 		s.lat.Add(1)
@@ -76,7 +77,7 @@ func (r *recorder) counts() []string {
 	defer r.mu.Unlock()
 	var out []string
 	for k, s := range r.series {
-		out = append(out, fmt.Sprintf("%s: %d/%d", k, s.n[admit.Admitted].Load(), s.n[admit.Denied].Load()))
+		out = append(out, fmt.Sprintf("%s: %d/%d", k, s.n[observe.Admitted].Load(), s.n[observe.Denied].Load()))
 	}
 	sort.Strings(out)
 	return out
@@ -158,7 +159,7 @@ func TestObserverTimed(t *testing.T) {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	got := rec.series["policy default /orders token-bucket,2,1m"]
-	assert.Equal(t, int64(100), got.n[admit.Admitted].Load()+got.n[admit.Denied].Load())
+	assert.Equal(t, int64(100), got.n[observe.Admitted].Load()+got.n[observe.Denied].Load())
 	assert.Positive(t, got.lat.Load(), "no latency measured in 100 timed decisions")
 
 	untimed := newRecorder(false)
@@ -209,20 +210,20 @@ func TestObserverReloadRace(t *testing.T) {
 	var total int64
 	rec.mu.Lock()
 	for _, se := range rec.series {
-		total += se.n[admit.Admitted].Load() + se.n[admit.Denied].Load()
+		total += se.n[observe.Admitted].Load() + se.n[observe.Denied].Load()
 	}
 	rec.mu.Unlock()
 	assert.Equal(t, calls.Load(), total)
 }
 
-// releasing is a recorder that is also an admit.Releaser, recording the
+// releasing is a recorder that is also an observe.Releaser, recording the
 // labels released.
 type releasing struct {
 	*recorder
-	released []admit.Labels
+	released []observe.Labels
 }
 
-func (r *releasing) Release(l admit.Labels) {
+func (r *releasing) Release(l observe.Labels) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.released = append(r.released, l)

@@ -12,6 +12,7 @@ import (
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/migrate"
 	"github.com/admit-go/admit/internal/plumb"
+	"github.com/admit-go/admit/observe"
 )
 
 // Service applies a [Book] to requests: [Service.Check] admits or denies a
@@ -71,7 +72,7 @@ type Service struct {
 	epoch migrate.Epoch
 
 	// obs is WithObserver's observer, or nil.
-	obs admit.Observer
+	obs observe.Observer
 }
 
 // snapshot is a book compiled for Check. It is immutable once published,
@@ -97,7 +98,7 @@ type group struct {
 	build  *builder
 	kern   *kernel.Composite // the kernel of limits, for kernel.Convert
 	proto  protocol          // what the limiters of limits offer a Reload that moves their keys
-	carry  admit.Carry       // Target.Carry of the limiters a LimiterFactory builds (target.go)
+	carry  Carry             // Target.Carry of the limiters a LimiterFactory builds (target.go)
 	// byAPI maps an API name to its *apiLimiter. Entries are added on first
 	// use and never removed; the group lives as long as a snapshot uses its
 	// limits.
@@ -122,7 +123,7 @@ type apiLimiter struct {
 	// and released its store (release): from then on an instrument is
 	// resolved without it, so that the observer is never given the store
 	// again.
-	obs       admit.Observer
+	obs       observe.Observer
 	insts     [User + 1]atomic.Pointer[instrument]
 	resolving sync.Mutex
 	retired   bool
@@ -155,7 +156,7 @@ func NewService(book *Book, opts ...admit.Option) (*Service, error) {
 	}
 	factory, _ := set.Factory.(Factory)
 	limits, _ := set.LimitsFactory.(LimitsFactory)
-	obs, _ := set.Observer.(admit.Observer)
+	obs, _ := set.Observer.(observe.Observer)
 	target, _ := set.LimiterFactory.(LimiterFactory)
 	if target != nil {
 		if err := targetOptions(set, set.Clock == clock.System()); err != nil {
@@ -167,11 +168,11 @@ func NewService(book *Book, opts ...admit.Option) (*Service, error) {
 		// The factories' limiters get every other option as resolved, and
 		// not the factories or the observer, which they would refuse.
 		set.Factory, set.LimitsFactory, set.Observer = nil, nil, nil
-		passed = []admit.Option{plumb.NewOption(func(s *plumb.Settings) error { *s = set; return nil }).(admit.Option)}
+		passed = []admit.Option{plumb.NewOption(func(s *plumb.Settings) error { *s = set; return nil })}
 	}
 	s := &Service{clock: set.Clock, obs: obs}
 	s.build = builder{svc: s, factory: factory, limits: limits, opts: slices.Clone(passed), target: target}
-	snap, err := s.compile(book, nil, admit.CarryNothing)
+	snap, err := s.compile(book, nil, CarryNothing)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +197,7 @@ func (s *Service) Book() *Book { return s.cur.Load().book }
 // bucket, an empty window) to a pair whose limits did not change.
 //
 // A pair whose limits change carries its state into the new limits as
-// [WithCarry] says, by default [admit.CarryConsumed]: what the pair has
+// [WithCarry] says, by default [CarryConsumed]: what the pair has
 // consumed stays consumed, all of it, so that after 7 of 10 a limit raised
 // to 20 leaves 13, one lowered to 5 leaves none and keeps the 7, and one
 // raised back to 10 leaves 3 (a pair is never admitted more than the
@@ -215,7 +216,7 @@ func (s *Service) Book() *Book { return s.cur.Load().book }
 // its users, unless no Check has reached it: an API entry's, built with
 // the book); otherwise Reload returns an error wrapping
 // [admit.ErrUnsupported] that names the pair, and changes nothing:
-// WithCarry(admit.CarryNothing) is the way out.
+// WithCarry(CarryNothing) is the way out.
 //
 // A Service given [WithLimiterFactory] moves no state: its Reload builds
 // the limiters of the new limits with the Reload's strategy as
@@ -223,7 +224,7 @@ func (s *Service) Book() *Book { return s.cur.Load().book }
 // Check under the new limits (see WithLimiterFactory); canCarry's refusal
 // does not apply.
 //
-// With WithCarry(admit.CarryNothing) a pair whose limits change continues
+// With WithCarry(CarryNothing) a pair whose limits change continues
 // under the new limits with the state it has under them: fresh, unless it
 // ran under those same limits before and they stayed in use in between, in
 // which case it resumes that earlier state. State kept for limits no longer
@@ -235,7 +236,7 @@ func (s *Service) Reload(book *Book, opts ...ReloadOption) error {
 	if book == nil {
 		return errors.New("policy: Reload(nil): want a *Book from Parse, ParseJSON or Load; the current book stays in force")
 	}
-	rs := reloadSettings{carry: admit.CarryConsumed}
+	rs := reloadSettings{carry: CarryConsumed}
 	for _, o := range opts {
 		if o == nil {
 			return fmt.Errorf("%w: policy: Reload: a nil ReloadOption; pass one from WithCarry", admit.ErrInvalidOption)
@@ -251,7 +252,7 @@ func (s *Service) Reload(book *Book, opts ...ReloadOption) error {
 	if err != nil {
 		return err
 	}
-	if rs.carry == admit.CarryNothing || s.build.target != nil {
+	if rs.carry == CarryNothing || s.build.target != nil {
 		// Nothing to move: the limiters of a LimiterFactory convert each
 		// user's state on its first touch (target.go).
 		s.cur.Store(snap)

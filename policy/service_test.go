@@ -292,12 +292,12 @@ func TestServiceBook(t *testing.T) {
 	assert.Equal(t, book, s.Book())
 	assert.NotSame(t, book, s.Book(), "the service keeps its own copy")
 	next := parse(t, "default = sliding-log,3,1")
-	require.NoError(t, s.Reload(next, policy.WithCarry(admit.CarryNothing)))
+	require.NoError(t, s.Reload(next, policy.WithCarry(policy.CarryNothing)))
 	assert.Equal(t, next, s.Book())
 }
 
 // TestReload pins what a Reload keeps and what it starts afresh with
-// WithCarry(admit.CarryNothing); carry_test.go has the other strategies.
+// WithCarry(policy.CarryNothing); carry_test.go has the other strategies.
 func TestReload(t *testing.T) {
 	sec := time.Second
 	fake := clock.NewFake()
@@ -328,7 +328,7 @@ api./pay   = fixed-window,4,10
 api./cart  = token-bucket,5,10
 user.vip-1 = token-bucket,8,10
 user.bob   = token-bucket,5,10
-`), policy.WithCarry(admit.CarryNothing)))
+`), policy.WithCarry(policy.CarryNothing)))
 	runChecks(t, s, fake, []check{
 		// Unchanged rules keep their state, wherever the rule comes from: no
 		// fresh budget on reload.
@@ -344,7 +344,7 @@ user.bob   = token-bucket,5,10
 
 	// Back to the first book: /pay resumes its fixed-window,3 state? No: that
 	// rule left the book, so its state was released and /pay starts fresh.
-	require.NoError(t, s.Reload(parse(t, "default = token-bucket,5,10\napi./pay = fixed-window,3,10\n"), policy.WithCarry(admit.CarryNothing)))
+	require.NoError(t, s.Reload(parse(t, "default = token-bucket,5,10\napi./pay = fixed-window,3,10\n"), policy.WithCarry(policy.CarryNothing)))
 	runChecks(t, s, fake, []check{
 		{0, "alice", "/pay", allowed(3, 2, 10*sec)},
 		{0, "alice", "/orders", denied(5, 2*sec, 10*sec)}, // the default never changed
@@ -383,12 +383,12 @@ func TestReloadRejectsBadBooks(t *testing.T) {
 // must keep their state: with the clock frozen, exactly Limit of their
 // requests pass over the whole run.
 func TestReloadRace(t *testing.T) {
-	for _, c := range []admit.Carry{admit.CarryConsumed, admit.CarryProportional, admit.CarryNothing} {
+	for _, c := range []policy.Carry{policy.CarryConsumed, policy.CarryProportional, policy.CarryNothing} {
 		t.Run("carry="+c.String(), func(t *testing.T) { testReloadRace(t, c) })
 	}
 }
 
-func testReloadRace(t *testing.T, carry admit.Carry) {
+func testReloadRace(t *testing.T, carry policy.Carry) {
 	bookA := parse(t, `
 default    = token-bucket,30,1h
 api./flip  = fixed-window,10,1h
@@ -483,7 +483,7 @@ user.plat  = token-bucket,30,1h
 }
 
 // TestReloadResumesEarlierState pins the documented corner of a Reload
-// with WithCarry(admit.CarryNothing): a pair whose rule changes back to one
+// with WithCarry(policy.CarryNothing): a pair whose rule changes back to one
 // it ran under before resumes that earlier state, provided the rule stayed
 // in use in between (its state was kept).
 func TestReloadResumesEarlierState(t *testing.T) {
@@ -492,7 +492,7 @@ func TestReloadResumesEarlierState(t *testing.T) {
 	s.Check("u", "/x")
 	s.Check("u", "/x")
 	// u moves to another rule; v keeps fixed-window,2,10 in use.
-	nothing := policy.WithCarry(admit.CarryNothing)
+	nothing := policy.WithCarry(policy.CarryNothing)
 	require.NoError(t, s.Reload(parse(t, "default = token-bucket,5,10\nuser.u = fixed-window,3,10\nuser.v = fixed-window,2,10\n"), nothing))
 	assert.Equal(t, allowed(3, 2, 10*time.Second), s.Check("u", "/x"), "a new rule starts fresh")
 	require.NoError(t, s.Reload(parse(t, "default = token-bucket,5,10\nuser.u = fixed-window,2,10\n"), nothing))

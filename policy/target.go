@@ -22,10 +22,10 @@ type Target struct {
 	Limits admit.Limits
 	// Carry is how the limiter converts a user's state written under other
 	// limits, the first time it meets it: the strategy of the Reload in
-	// force ([WithCarry]'s, by default admit.CarryConsumed), and
-	// admit.CarryConsumed for the limiters a Service builds before any
+	// force ([WithCarry]'s, by default CarryConsumed), and
+	// CarryConsumed for the limiters a Service builds before any
 	// Reload (see [WithLimiterFactory]).
-	Carry admit.Carry
+	Carry Carry
 	// Proof is true when the Service only checks that the factory accepts
 	// Limits, before any API reached them (see WithLimiterFactory): API is
 	// then "", and the limiter is discarded unused, so it should register
@@ -53,13 +53,13 @@ type LimiterFactory func(Target) (admit.KeyedLimiter, error)
 //
 // Target.Carry tells the limiter how to convert a user's state written
 // under other limits when it first meets it: the Reload's strategy, and
-// admit.CarryConsumed at NewService, so that a process started with a
+// CarryConsumed at NewService, so that a process started with a
 // changed book converts the states written under the old one as a Reload
 // would. A Reload moves no state itself (the limiters hold none in the
 // process): each user's state converts on its first Check under the new
 // limits, in the limiter, so the Reload returns at once, and its
 // WithCarry(c) is the c the limiters of its new limits are built with.
-// With admit.CarryNothing a user whose limits change starts afresh. A
+// With CarryNothing a user whose limits change starts afresh. A
 // Check that read the book just before a Reload published the new one is
 // decided by the limiter of the old limits, which may convert the pair's
 // state back to them (and the pair's next Check forward again): unlike the
@@ -87,7 +87,7 @@ func WithLimiterFactory(f LimiterFactory) admit.Option {
 		}
 		s.LimiterFactory = f
 		return nil
-	}).(admit.Option)
+	})
 }
 
 // limiterFor builds the limiter of g's limits for api: with the

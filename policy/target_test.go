@@ -104,7 +104,7 @@ func TestLimiterFactoryTargets(t *testing.T) {
 
 	// Another strategy rebuilds every limiter, kept limits too, so that
 	// each converts as the Reload in force says; these local ones forget.
-	require.NoError(t, s.Reload(raised, policy.WithCarry(admit.CarryProportional)))
+	require.NoError(t, s.Reload(raised, policy.WithCarry(policy.CarryProportional)))
 	assert.ElementsMatch(t, []string{
 		`"/a" fixed-window,20,1m proportional proof=false`,
 		`"/b" fixed-window,10,1m proportional proof=false`,
@@ -117,7 +117,7 @@ func TestLimiterFactoryTargets(t *testing.T) {
 
 	// A composite whose limits change is not refused (nothing moves), and
 	// CarryNothing is passed on.
-	require.NoError(t, s.Reload(parse(t, "default = token-bucket,5,10s\nuser.vip = token-bucket,9,10s + fixed-window,100,1h\n"), policy.WithCarry(admit.CarryNothing)))
+	require.NoError(t, s.Reload(parse(t, "default = token-bucket,5,10s\nuser.vip = token-bucket,9,10s + fixed-window,100,1h\n"), policy.WithCarry(policy.CarryNothing)))
 	assert.ElementsMatch(t, []string{
 		`"" token-bucket,5,10s nothing proof=true`,
 		`"" token-bucket,9,10s + fixed-window,100,1h nothing proof=true`,

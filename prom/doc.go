@@ -1,5 +1,5 @@
 // Package prom exports the decisions of admit's limiters to Prometheus. A
-// [Collector] is an [admit.Observer] that counts decisions in a
+// [Collector] is an [observe.Observer] that counts decisions in a
 // [tally.Tally], and a [prometheus.Collector] that reports the Tally's
 // counts, and the statistics of the keyed stores behind them, when its
 // registry is scraped. It is the module github.com/admit-go/admit/prom, of

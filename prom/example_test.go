@@ -12,6 +12,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/prom"
 	"github.com/admit-go/admit/tally"
@@ -86,10 +87,10 @@ func ExampleWithTally() {
 	}
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(c)
-	in := t.Instrument(admit.Labels{Source: "http", Name: "default"})
-	in.Observe(admit.Admitted, 1, 3*time.Microsecond)
-	in.Observe(admit.Denied, 1, 40*time.Microsecond)
-	in.Observe(admit.ShadowDenied, 1, 40*time.Microsecond)
+	in := t.Instrument(observe.Labels{Source: "http", Name: "default"})
+	in.Observe(observe.Admitted, 1, 3*time.Microsecond)
+	in.Observe(observe.Denied, 1, 40*time.Microsecond)
+	in.Observe(observe.ShadowDenied, 1, 40*time.Microsecond)
 
 	families, err := registry.Gather()
 	if err != nil {

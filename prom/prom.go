@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/tally"
 )
 
@@ -104,7 +105,7 @@ func validNamespace(ns string) bool {
 }
 
 // Collector exports the decisions counted by a [tally.Tally] to
-// Prometheus. It is an [admit.Observer]: attach it with
+// Prometheus. It is an [observe.Observer]: attach it with
 // policy.WithObserver, httplimit.WithObserver or redisstore.WithObserver,
 // and its Tally counts the decisions. It is a [prometheus.Collector]:
 // register it on the application's registry, and at each scrape it reads
@@ -177,18 +178,18 @@ func New(opts ...Option) (*Collector, error) {
 	}, nil
 }
 
-// Instrument implements [admit.Observer]: it returns the instrument of the
+// Instrument implements [observe.Observer]: it returns the instrument of the
 // Collector's Tally for labels (see [tally.Tally.Instrument]).
-func (c *Collector) Instrument(labels admit.Labels) admit.Instrument {
+func (c *Collector) Instrument(labels observe.Labels) observe.Instrument {
 	return c.t.Instrument(labels)
 }
 
-var _ admit.Releaser = (*Collector)(nil)
+var _ observe.Releaser = (*Collector)(nil)
 
-// Release implements [admit.Releaser]: the Collector's Tally lets go of
+// Release implements [observe.Releaser]: the Collector's Tally lets go of
 // the store of labels (see [tally.Tally.Release]), whose metrics then go
 // from the scrape; the decisions stay.
-func (c *Collector) Release(labels admit.Labels) { c.t.Release(labels) }
+func (c *Collector) Release(labels observe.Labels) { c.t.Release(labels) }
 
 // Describe implements [prometheus.Collector]: it sends the descriptions of
 // every metric the Collector may report, the histogram's included whether
@@ -207,7 +208,7 @@ type storeKey struct{ source, name, limits string }
 
 // merged is what Collect reports for one seriesKey.
 type merged struct {
-	decisions [admit.NumOutcomes]uint64
+	decisions [observe.NumOutcomes]uint64
 	latency   *tally.Histogram
 }
 
@@ -261,8 +262,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, k := range order {
 		m := bySeries[k]
-		for o := admit.Admitted; int(o) < admit.NumOutcomes; o++ {
-			if n := m.decisions[o]; n > 0 || o == admit.Admitted || o == admit.Denied {
+		for o := observe.Admitted; int(o) < observe.NumOutcomes; o++ {
+			if n := m.decisions[o]; n > 0 || o == observe.Admitted || o == observe.Denied {
 				send(ch, c.decisions, prometheus.CounterValue, float64(n), k.source, k.name, k.scope, k.limits, o.String())
 			}
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/locked"
+	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/prom"
 	"github.com/admit-go/admit/sharded"
@@ -222,9 +223,9 @@ func (f *fakeStore) Stats() admit.StoreStats { return f.st }
 func TestStoreStats(t *testing.T) {
 	c := newCollector(t)
 	reg := pedantic(t, c)
-	c.Instrument(admit.Labels{Source: "http", Name: "bounded", Store: &fakeStore{admit.StoreStats{Keys: 7, MaxKeys: 100, Evictions: 1 << 40, FullDenials: 3}}})
-	c.Instrument(admit.Labels{Source: "http", Name: "unbounded", Store: &fakeStore{admit.StoreStats{Keys: 9}}})
-	c.Instrument(admit.Labels{Source: "http", Name: "nostore"})
+	c.Instrument(observe.Labels{Source: "http", Name: "bounded", Store: &fakeStore{admit.StoreStats{Keys: 7, MaxKeys: 100, Evictions: 1 << 40, FullDenials: 3}}})
+	c.Instrument(observe.Labels{Source: "http", Name: "unbounded", Store: &fakeStore{admit.StoreStats{Keys: 9}}})
+	c.Instrument(observe.Labels{Source: "http", Name: "nostore"})
 	expect(t, reg, "admit_store_keys",
 		`admit_store_keys{limits="",name="bounded",source="http"} 7`,
 		`admit_store_keys{limits="",name="unbounded",source="http"} 9`,
@@ -249,27 +250,27 @@ func TestOutcomes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := c.Instrument(admit.Labels{Source: "redis", Name: "rl:", Limits: limits})
+	in := c.Instrument(observe.Labels{Source: "redis", Name: "rl:", Limits: limits})
 	expect(t, reg, "admit_decisions_total",
 		`admit_decisions_total{limits="sliding-counter,10,1s",name="rl:",outcome="admitted",scope="",source="redis"} 0`,
 		`admit_decisions_total{limits="sliding-counter,10,1s",name="rl:",outcome="denied",scope="",source="redis"} 0`,
 	)
-	in.Observe(admit.TimedOut, 1, 0)
-	in.Observe(admit.FellBack, 1, 0)
-	in.Observe(admit.FellBack, 1, 0)
-	in.Observe(admit.Admitted, 5, 0) // a decision about 5 requests counts once
+	in.Observe(observe.TimedOut, 1, 0)
+	in.Observe(observe.FellBack, 1, 0)
+	in.Observe(observe.FellBack, 1, 0)
+	in.Observe(observe.Admitted, 5, 0) // a decision about 5 requests counts once
 	expect(t, reg, "admit_decisions_total",
 		`admit_decisions_total{limits="sliding-counter,10,1s",name="rl:",outcome="admitted",scope="",source="redis"} 1`,
 		`admit_decisions_total{limits="sliding-counter,10,1s",name="rl:",outcome="denied",scope="",source="redis"} 0`,
 		`admit_decisions_total{limits="sliding-counter,10,1s",name="rl:",outcome="timed_out",scope="",source="redis"} 1`,
 		`admit_decisions_total{limits="sliding-counter,10,1s",name="rl:",outcome="fell_back",scope="",source="redis"} 2`,
 	)
-	in.Observe(admit.Errored, 1, 0)
-	in.Observe(admit.ShadowDenied, 1, 0)
-	if n, err := testutil.GatherAndCount(reg, "admit_decisions_total"); err != nil || n != admit.NumOutcomes-1 {
-		t.Errorf("GatherAndCount = %d, %v; want %d series, one per outcome", n, err, admit.NumOutcomes-1)
+	in.Observe(observe.Errored, 1, 0)
+	in.Observe(observe.ShadowDenied, 1, 0)
+	if n, err := testutil.GatherAndCount(reg, "admit_decisions_total"); err != nil || n != observe.NumOutcomes-1 {
+		t.Errorf("GatherAndCount = %d, %v; want %d series, one per outcome", n, err, observe.NumOutcomes-1)
 	}
-	for o := admit.Admitted; int(o) < admit.NumOutcomes; o++ {
+	for o := observe.Admitted; int(o) < observe.NumOutcomes; o++ {
 		found := false
 		for _, m := range gather(t, reg)["admit_decisions_total"].GetMetric() {
 			found = found || label(m, "outcome") == o.String()
@@ -286,12 +287,12 @@ func TestOutcomes(t *testing.T) {
 func TestLatencyHistogram(t *testing.T) {
 	c := newCollector(t, prom.WithLatency(time.Microsecond, 10*time.Microsecond, 100*time.Microsecond))
 	reg := pedantic(t, c)
-	in := c.Instrument(admit.Labels{Source: "grpc", Name: "default"})
+	in := c.Instrument(observe.Labels{Source: "grpc", Name: "default"})
 	if !in.Timed() {
 		t.Fatal("Timed() = false with WithLatency")
 	}
 	for _, d := range []time.Duration{500 * time.Nanosecond, time.Microsecond, 3 * time.Microsecond, 40 * time.Microsecond, 2 * time.Millisecond} {
-		in.Observe(admit.Admitted, 1, d)
+		in.Observe(observe.Admitted, 1, d)
 	}
 	l := `{limits="",name="default",scope="",source="grpc"`
 	expect(t, reg, "admit_decision_duration_seconds",
@@ -382,7 +383,7 @@ func TestInvalidUTF8(t *testing.T) {
 	c := newCollector(t, prom.WithLatency(time.Second))
 	reg := pedantic(t, c)
 	for _, name := range []string{"/a\xff", "/a\xfe", "/a\uFFFD"} {
-		c.Instrument(admit.Labels{Source: "policy", Name: name, Scope: "default", Store: &fakeStore{admit.StoreStats{Keys: 1}}}).Observe(admit.Denied, 1, time.Millisecond)
+		c.Instrument(observe.Labels{Source: "policy", Name: name, Scope: "default", Store: &fakeStore{admit.StoreStats{Keys: 1}}}).Observe(observe.Denied, 1, time.Millisecond)
 	}
 	expect(t, reg, "admit_decisions_total",
 		`admit_decisions_total{limits="",name="/a`+"\uFFFD"+`",outcome="admitted",scope="default",source="policy"} 0`,
@@ -399,7 +400,7 @@ func TestInvalidUTF8(t *testing.T) {
 func TestNamespace(t *testing.T) {
 	c := newCollector(t, prom.WithNamespace("edge_rl"), prom.WithLatency())
 	reg := pedantic(t, c)
-	c.Instrument(admit.Labels{Source: "http", Name: "default", Store: &fakeStore{admit.StoreStats{MaxKeys: 1}}}).Observe(admit.Admitted, 1, time.Microsecond)
+	c.Instrument(observe.Labels{Source: "http", Name: "default", Store: &fakeStore{admit.StoreStats{MaxKeys: 1}}}).Observe(observe.Admitted, 1, time.Microsecond)
 	var names []string
 	for name := range gather(t, reg) {
 		names = append(names, name)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/redistest"
+	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/redisstore"
 )
 
@@ -95,7 +96,7 @@ func reportRedisTime(b *testing.B, client *redis.Client) {
 
 // BenchmarkCarry measures what converting a key costs against a plain
 // decision: serial, server time, 1,000 keys, every call admitted, both
-// limiters WithCarry(admit.CarryConsumed). convert=no is one limiter on
+// limiters WithCarry(policy.CarryConsumed). convert=no is one limiter on
 // the keys it wrote itself; convert=yes two limiters of different limits
 // that take turns over the keys, a pass each, so that every call converts
 // a key the other wrote last (rules=1: a token bucket's string to a token
@@ -125,7 +126,7 @@ func BenchmarkCarry(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					l, err := redisstore.NewLimits(client, limits, prefix, redisstore.WithCarry(admit.CarryConsumed))
+					l, err := redisstore.NewLimits(client, limits, prefix, redisstore.WithCarry(policy.CarryConsumed))
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -19,20 +19,21 @@ import (
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/redistest"
+	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/redisstore"
 )
 
-var carries = []admit.Carry{admit.CarryConsumed, admit.CarryProportional, admit.CarryNothing}
+var carries = []policy.Carry{policy.CarryConsumed, policy.CarryProportional, policy.CarryNothing}
 
 // carrier is one process's limiter in Redis beside its kernel and the
 // strategy it was given (0: WithCarry was not).
 type carrier struct {
 	l     *redisstore.Limiter
 	k     *kernel.Composite
-	carry admit.Carry
+	carry policy.Carry
 }
 
-func newCarrier(t require.TestingT, c redis.Scripter, limits admit.Limits, carry admit.Carry, opts ...redisstore.Option) carrier {
+func newCarrier(t require.TestingT, c redis.Scripter, limits admit.Limits, carry policy.Carry, opts ...redisstore.Option) carrier {
 	if carry != 0 {
 		opts = append(opts, redisstore.WithCarry(carry))
 	}
@@ -69,7 +70,7 @@ func (o carryOracle) allow(by carrier, key string, now time.Duration, n int) (d 
 			return admit.Decision{}, 0, false
 		}
 		ts := make([]kernel.PartState, by.k.Len())
-		kernel.Convert(e.k, e.states, by.k, ts, now, kernel.Carry(by.carry))
+		kernel.Convert(e.k, e.states, by.k, ts, now, kernel.Conversion(by.carry))
 		e.k, e.states = by.k, ts
 	}
 	d, which = by.k.Allow(e.states, now, n)
@@ -154,7 +155,7 @@ func TestCarryDifferential(t *testing.T) {
 				fake := clock.NewFake()
 				fake.Set(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start")))
 				prefix := freshPrefix("carry")
-				old = newCarrier(rt, c, oldLimits, rapid.SampledFrom([]admit.Carry{0, admit.CarryConsumed, admit.CarryProportional, admit.CarryNothing}).Draw(rt, "oldCarry"), redisstore.WithTestClock(fake), prefix)
+				old = newCarrier(rt, c, oldLimits, rapid.SampledFrom([]policy.Carry{0, policy.CarryConsumed, policy.CarryProportional, policy.CarryNothing}).Draw(rt, "oldCarry"), redisstore.WithTestClock(fake), prefix)
 				cur = newCarrier(rt, c, newLimits, rapid.SampledFrom(carries).Draw(rt, "newCarry"), redisstore.WithTestClock(fake), prefix)
 				runCarryOps(rt, c, fake, old, cur, 80)
 				return
@@ -299,7 +300,7 @@ func TestCarrySourceByRatio(t *testing.T) {
 		require.NoError(t, err)
 		prefix := freshPrefix("ratio")
 		old := newCarrier(t, c, oldLimits, 0, redisstore.WithTestClock(fake), prefix)
-		cur := newCarrier(t, c, newLimits, admit.CarryConsumed, redisstore.WithTestClock(fake), prefix)
+		cur := newCarrier(t, c, newLimits, policy.CarryConsumed, redisstore.WithTestClock(fake), prefix)
 		want := carryOracle{}
 		fake.Set(0)
 		want.check(t, c, old, "k", 0, 3, "spend")
@@ -348,10 +349,10 @@ func TestCarryRollingDeploy(t *testing.T) {
 	}
 	const oldTag, newTag = "ns:f10/60000000000", "ns:f5/60000000000"
 	for _, tc := range []struct {
-		carry admit.Carry
+		carry policy.Carry
 		steps []step
 	}{
-		{admit.CarryConsumed, []step{
+		{policy.CarryConsumed, []step{
 			{"old", 7, true, 3, oldTag},
 			{"new", 0, true, 0, newTag}, // 7 spent, all 7 carried
 			{"new", 1, false, 0, newTag},
@@ -360,7 +361,7 @@ func TestCarryRollingDeploy(t *testing.T) {
 			{"new", 1, false, 0, newTag},
 			{"old", 1, false, 0, oldTag}, // 10 admitted at one reading
 		}},
-		{admit.CarryProportional, []step{
+		{policy.CarryProportional, []step{
 			{"old", 7, true, 3, oldTag},
 			{"new", 0, true, 1, newTag}, // 3.5 of 5, rounded up
 			{"new", 1, true, 0, newTag},
@@ -444,7 +445,7 @@ func TestCarryPingPongBound(t *testing.T) {
 			}
 		}
 		bound := large
-		if carry == admit.CarryNothing {
+		if carry == policy.CarryNothing {
 			bound = large * (conversions + 1)
 		}
 		if admitted > bound {
@@ -470,7 +471,7 @@ func TestCarryFlipFlop(t *testing.T) {
 		{"sliding-log,10,1h + fixed-window,100,24h", "sliding-log,5,1h + fixed-window,100,24h"},
 		{"token-bucket,10,1h + sliding-counter,100,2h", "token-bucket,5,1h + sliding-counter,100,2h"},
 	} {
-		for _, carry := range []admit.Carry{admit.CarryConsumed, admit.CarryProportional} {
+		for _, carry := range []policy.Carry{policy.CarryConsumed, policy.CarryProportional} {
 			hiLimits, err := admit.ParseLimits(tc[0])
 			require.NoError(t, err)
 			loLimits, err := admit.ParseLimits(tc[1])
@@ -553,22 +554,22 @@ func TestCarrySlidingLogEntries(t *testing.T) {
 	const s = time.Second
 	for _, tc := range []struct {
 		old, new string
-		carry    admit.Carry
+		carry    policy.Carry
 		want     []time.Duration
 	}{
 		// 4 live entries kept past the Limit of 3: the newest 3, and the
 		// oldest as a copy of the newest (as kernel.Convert keeps them)
-		{"sliding-log,5,10s", "sliding-log,3,10s", admit.CarryConsumed, []time.Duration{3 * s, 4 * s, 10500 * time.Millisecond, 10500 * time.Millisecond}},
-		{"sliding-log,5,10s + fixed-window,100,1h", "sliding-log,3,10s", admit.CarryConsumed, []time.Duration{3 * s, 4 * s, 10500 * time.Millisecond, 10500 * time.Millisecond}},
-		{"sliding-log,5,10s", "fixed-window,100,1h + sliding-log,3,10s", admit.CarryConsumed, []time.Duration{3 * s, 4 * s, 10500 * time.Millisecond, 10500 * time.Millisecond}},
-		{"fixed-window,100,1h + sliding-log,5,10s", "sliding-log,3,10s + token-bucket,100,1h", admit.CarryConsumed, []time.Duration{3 * s, 4 * s, 10500 * time.Millisecond, 10500 * time.Millisecond}},
+		{"sliding-log,5,10s", "sliding-log,3,10s", policy.CarryConsumed, []time.Duration{3 * s, 4 * s, 10500 * time.Millisecond, 10500 * time.Millisecond}},
+		{"sliding-log,5,10s + fixed-window,100,1h", "sliding-log,3,10s", policy.CarryConsumed, []time.Duration{3 * s, 4 * s, 10500 * time.Millisecond, 10500 * time.Millisecond}},
+		{"sliding-log,5,10s", "fixed-window,100,1h + sliding-log,3,10s", policy.CarryConsumed, []time.Duration{3 * s, 4 * s, 10500 * time.Millisecond, 10500 * time.Millisecond}},
+		{"fixed-window,100,1h + sliding-log,5,10s", "sliding-log,3,10s + token-bucket,100,1h", policy.CarryConsumed, []time.Duration{3 * s, 4 * s, 10500 * time.Millisecond, 10500 * time.Millisecond}},
 		// 4 × 6/5 = 4.8: the 4 live entries, and one at the reading
-		{"sliding-log,5,10s", "sliding-log,6,10s", admit.CarryProportional, []time.Duration{2 * s, 3 * s, 4 * s, 10500 * time.Millisecond, 11500 * time.Millisecond}},
-		{"sliding-log,5,10s + fixed-window,100,1h", "sliding-log,6,10s + fixed-window,100,1h", admit.CarryProportional, []time.Duration{2 * s, 3 * s, 4 * s, 10500 * time.Millisecond, 11500 * time.Millisecond}},
+		{"sliding-log,5,10s", "sliding-log,6,10s", policy.CarryProportional, []time.Duration{2 * s, 3 * s, 4 * s, 10500 * time.Millisecond, 11500 * time.Millisecond}},
+		{"sliding-log,5,10s + fixed-window,100,1h", "sliding-log,6,10s + fixed-window,100,1h", policy.CarryProportional, []time.Duration{2 * s, 3 * s, 4 * s, 10500 * time.Millisecond, 11500 * time.Millisecond}},
 		// 4 × 2/5 = 1.6: the 2 newest
-		{"fixed-window,100,1h + sliding-log,5,10s", "token-bucket,100,1h + sliding-log,2,10s", admit.CarryProportional, []time.Duration{4 * s, 10500 * time.Millisecond}},
+		{"fixed-window,100,1h + sliding-log,5,10s", "token-bucket,100,1h + sliding-log,2,10s", policy.CarryProportional, []time.Duration{4 * s, 10500 * time.Millisecond}},
 		// from a fixed window of 4 spent: 4 entries at the reading
-		{"fixed-window,5,1m", "sliding-log,6,10s", admit.CarryConsumed, []time.Duration{11500 * time.Millisecond, 11500 * time.Millisecond, 11500 * time.Millisecond, 11500 * time.Millisecond}},
+		{"fixed-window,5,1m", "sliding-log,6,10s", policy.CarryConsumed, []time.Duration{11500 * time.Millisecond, 11500 * time.Millisecond, 11500 * time.Millisecond, 11500 * time.Millisecond}},
 	} {
 		prefix := freshPrefix("log-entries")
 		old := newCarrier(t, c, mustLimits(t, tc.old), 0, redisstore.WithTestClock(fake), prefix)
@@ -607,10 +608,10 @@ func TestCarrySlidingLogEntries(t *testing.T) {
 func TestWithCarryRefusesBadStrategy(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}) // never dialled
 	defer c.Close()
-	for _, bad := range []admit.Carry{0, admit.CarryNothing + 1, 255} {
+	for _, bad := range []policy.Carry{0, policy.CarryNothing + 1, 255} {
 		_, err := redisstore.New(c, admit.Rule{Algorithm: admit.TokenBucket, Limit: 5, Window: time.Second}, redisstore.WithCarry(bad))
 		assert.ErrorIs(t, err, admit.ErrInvalidOption, "%v", bad)
-		assert.ErrorContains(t, err, "admit.CarryConsumed, admit.CarryProportional or admit.CarryNothing", "%v", bad)
+		assert.ErrorContains(t, err, "policy.CarryConsumed, policy.CarryProportional or policy.CarryNothing", "%v", bad)
 		_, err = redisstore.NewLimits(c, mustLimits(t, "token-bucket,5,1s + fixed-window,100,1h"), redisstore.WithCarry(bad))
 		assert.ErrorIs(t, err, admit.ErrInvalidOption, "%v", bad)
 	}
@@ -635,7 +636,7 @@ func TestCarryNothingStartsFresh(t *testing.T) {
 		for _, to := range []string{"fixed-window,5,1m", "sliding-log,5,1m", "sliding-counter,5,1m + sliding-log,6,1h"} {
 			prefix := freshPrefix("nothing")
 			old := newCarrier(t, c, mustLimits(t, from), 0, redisstore.WithTestClock(fake), prefix)
-			cur := newCarrier(t, c, mustLimits(t, to), admit.CarryNothing, redisstore.WithTestClock(fake), prefix)
+			cur := newCarrier(t, c, mustLimits(t, to), policy.CarryNothing, redisstore.WithTestClock(fake), prefix)
 			for _, key := range []string{"probed", "admitted"} {
 				for range 3 {
 					_, err := old.l.Allow(ctx, key)
@@ -677,7 +678,7 @@ func TestCarryRefusesUnreadableKeys(t *testing.T) {
 	prefix := redisstore.WithPrefix("unreadable:")
 	var lims []*redisstore.Limiter
 	for _, text := range []string{"fixed-window,5,1m", "sliding-log,5,1m", "token-bucket,5,1s + sliding-log,5,1m"} {
-		l, err := redisstore.NewLimits(c, mustLimits(t, text), redisstore.WithTestClock(fake), prefix, redisstore.WithCarry(admit.CarryConsumed))
+		l, err := redisstore.NewLimits(c, mustLimits(t, text), redisstore.WithTestClock(fake), prefix, redisstore.WithCarry(policy.CarryConsumed))
 		require.NoError(t, err)
 		lims = append(lims, l)
 	}
@@ -752,9 +753,9 @@ func TestCarryUnits(t *testing.T) {
 	prefix := redisstore.WithPrefix("units:")
 	fake := clock.NewFake()
 	fake.Set(time.Hour)
-	ns, err := redisstore.New(c, rule, prefix, redisstore.WithTestClock(fake), redisstore.WithCarry(admit.CarryConsumed))
+	ns, err := redisstore.New(c, rule, prefix, redisstore.WithTestClock(fake), redisstore.WithCarry(policy.CarryConsumed))
 	require.NoError(t, err)
-	us, err := redisstore.New(c, rule, prefix, redisstore.WithCarry(admit.CarryConsumed))
+	us, err := redisstore.New(c, rule, prefix, redisstore.WithCarry(policy.CarryConsumed))
 	require.NoError(t, err)
 	_, err = ns.Allow(ctx, "ns")
 	require.NoError(t, err)
@@ -777,7 +778,7 @@ func TestCarryServerTime(t *testing.T) {
 	prefix := freshPrefix("carry-server")
 	old, err := redisstore.New(c, admit.Rule{Algorithm: admit.SlidingLog, Limit: 10, Window: 24 * time.Hour}, prefix)
 	require.NoError(t, err)
-	cur, err := redisstore.NewLimits(c, mustLimits(t, "sliding-log,20,24h + token-bucket,100,1h"), prefix, redisstore.WithCarry(admit.CarryConsumed))
+	cur, err := redisstore.NewLimits(c, mustLimits(t, "sliding-log,20,24h + token-bucket,100,1h"), prefix, redisstore.WithCarry(policy.CarryConsumed))
 	require.NoError(t, err)
 	for range 7 {
 		_, err := old.Allow(ctx, "k")
@@ -815,7 +816,7 @@ func TestCarryOutOfMemory(t *testing.T) {
 	} {
 		prefix := freshPrefix("carry-oom")
 		old := newCarrier(t, c, mustLimits(t, p[0]), 0, redisstore.WithTestClock(fake), prefix)
-		cur := newCarrier(t, c, mustLimits(t, p[1]), admit.CarryConsumed, redisstore.WithTestClock(fake), prefix)
+		cur := newCarrier(t, c, mustLimits(t, p[1]), policy.CarryConsumed, redisstore.WithTestClock(fake), prefix)
 		for range 7 {
 			_, err := old.l.Allow(ctx, "k")
 			require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/observe"
 )
 
 // Mode is what a [Keyed] limiter decides when Redis does not answer in time.
@@ -102,7 +103,7 @@ var ErrCircuitOpen = errors.New("redisstore: Redis not asked, a recent call fail
 // decided by the Mode at once, without waiting on Redis, until a probe after
 // Policy.Backoff finds Redis answering again. It is safe for concurrent use.
 // It reports to the Instrument of the Limiter's [WithObserver], which counts
-// the Policy's Decisions as admit.FellBack.
+// the Policy's Decisions as observe.FellBack.
 //
 // For a composite limiter (redisstore.NewLimits) it also has admit.CompositeStore's
 // Limits and AllowNWhich, but not the rest of that interface: Len and Sweep
@@ -225,7 +226,7 @@ func (k *Keyed) AllowN(key string, n int) admit.Decision {
 // one, else 0.
 //
 // With [WithObserver], a call sent to Redis is counted as the Limiter counts
-// it, and a Decision of the Policy as admit.FellBack (see WithObserver).
+// it, and a Decision of the Policy as observe.FellBack (see WithObserver).
 func (k *Keyed) AllowNWhich(key string, n int) (admit.Decision, int) {
 	l := k.l
 	start := l.start()
@@ -252,14 +253,14 @@ func (k *Keyed) AllowNWhich(key string, n int) (admit.Decision, int) {
 
 // fail reports err, if there is an OnError to see it, returns the Policy's
 // Decision for a request of n, with the index of the rule it names, and
-// counts it as admit.FellBack, timed from start, if the limiter is observed.
+// counts it as observe.FellBack, timed from start, if the limiter is observed.
 func (k *Keyed) fail(key string, n int, err error, start time.Time) (admit.Decision, int) {
 	if k.policy.OnError != nil {
 		k.policy.OnError(key, err)
 	}
 	d, which := k.fallBack(key, n)
 	if k.l.inst != nil {
-		k.l.observe(admit.FellBack, n, start)
+		k.l.observe(observe.FellBack, n, start)
 	}
 	return d, which
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/observe"
+	"github.com/admit-go/admit/policy"
 )
 
 // The exact domain of the scripts, whose numbers are Lua doubles: integers
@@ -73,7 +75,7 @@ type Limiter struct {
 	// from [WithObserver]'s Observer; nil when there is none, or when it
 	// counts nothing. timed is inst.Timed(), read then: only a timed
 	// instrument makes a decision read the clock.
-	inst  admit.Instrument
+	inst  observe.Instrument
 	timed bool
 
 	wait *waiter // WithWaitReplicas's; nil: admissions are not waited on
@@ -215,22 +217,22 @@ func newLimiter(client redis.Scripter, limits admit.Limits, opts []Option) (*Lim
 
 // resolve asks o, if there is one, for the Instrument of l's decisions:
 // once, when l is built and valid, never per decision.
-func (l *Limiter) resolve(o admit.Observer) {
+func (l *Limiter) resolve(o observe.Observer) {
 	if o == nil {
 		return
 	}
-	l.inst = o.Instrument(admit.Labels{Source: "redis", Name: l.prefix, Limits: l.limits})
+	l.inst = o.Instrument(observe.Labels{Source: "redis", Name: l.prefix, Limits: l.limits})
 	l.timed = l.inst != nil && l.inst.Timed()
 }
 
 // carryLetter names a strategy in the scripts' arguments: "" for none.
-func carryLetter(c admit.Carry) string {
+func carryLetter(c policy.Carry) string {
 	switch c {
-	case admit.CarryConsumed:
+	case policy.CarryConsumed:
 		return "c"
-	case admit.CarryProportional:
+	case policy.CarryProportional:
 		return "p"
-	case admit.CarryNothing:
+	case policy.CarryNothing:
 		return "n"
 	}
 	return ""
@@ -360,7 +362,7 @@ func (l *Limiter) start() time.Time {
 // observe counts a decision about n, started at start (see Limiter.start),
 // with outcome o. It requires l.inst != nil, which callers check first so
 // that an unobserved decision costs one nil check.
-func (l *Limiter) observe(o admit.Outcome, n int, start time.Time) {
+func (l *Limiter) observe(o observe.Outcome, n int, start time.Time) {
 	var latency time.Duration
 	if l.timed {
 		latency = time.Since(start)
@@ -370,16 +372,16 @@ func (l *Limiter) observe(o admit.Outcome, n int, start time.Time) {
 
 // outcome is what became of a decision that returned d and err, as
 // WithObserver counts it.
-func outcome(d admit.Decision, err error) admit.Outcome {
+func outcome(d admit.Decision, err error) observe.Outcome {
 	switch {
 	case err == nil && d.Allowed:
-		return admit.Admitted
+		return observe.Admitted
 	case err == nil:
-		return admit.Denied
+		return observe.Denied
 	case timedOut(err):
-		return admit.TimedOut
+		return observe.TimedOut
 	}
-	return admit.Errored
+	return observe.Errored
 }
 
 // timedOut reports whether err is a deadline: the context's, or the

@@ -15,10 +15,11 @@ import (
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/redistest"
 	"github.com/admit-go/admit/locked"
+	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/redisstore"
 )
 
-// observer is an admit.Observer for tests: it records the Labels of every
+// observer is an observe.Observer for tests: it records the Labels of every
 // Instrument it is asked for, and its instruments count, per outcome, the
 // observations and their requests. With none it returns nil instruments;
 // with timed its instruments ask for latencies.
@@ -26,11 +27,11 @@ type observer struct {
 	timed, none bool
 
 	mu    sync.Mutex
-	asked []admit.Labels
+	asked []observe.Labels
 	insts []*instrument
 }
 
-func (o *observer) Instrument(labels admit.Labels) admit.Instrument {
+func (o *observer) Instrument(labels observe.Labels) observe.Instrument {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.asked = append(o.asked, labels)
@@ -44,11 +45,11 @@ func (o *observer) Instrument(labels admit.Labels) admit.Instrument {
 
 // only requires that exactly one Instrument was asked for, with labels, and
 // returns it.
-func (o *observer) only(t *testing.T, labels admit.Labels) *instrument {
+func (o *observer) only(t *testing.T, labels observe.Labels) *instrument {
 	t.Helper()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	require.Equal(t, []admit.Labels{labels}, o.asked, "one Instrument per limiter, asked for when it is built")
+	require.Equal(t, []observe.Labels{labels}, o.asked, "one Instrument per limiter, asked for when it is built")
 	require.Len(t, o.insts, 1)
 	return o.insts[0]
 }
@@ -56,11 +57,11 @@ func (o *observer) only(t *testing.T, labels admit.Labels) *instrument {
 type instrument struct {
 	timed bool
 
-	calls, requests [admit.NumOutcomes]atomic.Int64
+	calls, requests [observe.NumOutcomes]atomic.Int64
 	latencies       atomic.Int64 // observations given a latency other than 0
 }
 
-func (i *instrument) Observe(o admit.Outcome, n int, latency time.Duration) {
+func (i *instrument) Observe(o observe.Outcome, n int, latency time.Duration) {
 	i.calls[o].Add(1)
 	i.requests[o].Add(int64(n))
 	if latency != 0 {
@@ -76,7 +77,7 @@ func (i *instrument) take() map[string][2]int64 {
 	got := map[string][2]int64{}
 	for o := range i.calls {
 		if calls := i.calls[o].Swap(0); calls != 0 {
-			got[admit.Outcome(o).String()] = [2]int64{calls, i.requests[o].Swap(0)}
+			got[observe.Outcome(o).String()] = [2]int64{calls, i.requests[o].Swap(0)}
 		}
 	}
 	return got
@@ -96,13 +97,13 @@ func TestWithObserverLabels(t *testing.T) {
 	obs := new(observer)
 	l, err := redisstore.New(c, rule, redisstore.WithObserver(obs))
 	require.NoError(t, err)
-	obs.only(t, admit.Labels{Source: "redis", Name: redisstore.DefaultPrefix, Limits: l.Limits()})
+	obs.only(t, observe.Labels{Source: "redis", Name: redisstore.DefaultPrefix, Limits: l.Limits()})
 
 	obs = new(observer)
 	limits := mustLimits(t, "token-bucket,10,1s + fixed-window,1000,1h")
 	_, err = redisstore.NewLimits(c, limits, redisstore.WithObserver(obs), redisstore.WithPrefix("api:orders:"))
 	require.NoError(t, err, "the option's place does not matter")
-	obs.only(t, admit.Labels{Source: "redis", Name: "api:orders:", Limits: limits})
+	obs.only(t, observe.Labels{Source: "redis", Name: "api:orders:", Limits: limits})
 
 	// A limiter that is not built asks for no Instrument.
 	obs = new(observer)
@@ -122,7 +123,7 @@ func TestObserveLimiter(t *testing.T) {
 	obs := new(observer)
 	l, err := redisstore.New(c, admit.Rule{Algorithm: admit.FixedWindow, Limit: 3, Window: time.Minute}, redisstore.WithTestClock(fake), redisstore.WithPrefix("window:"), redisstore.WithObserver(obs))
 	require.NoError(t, err)
-	inst := obs.only(t, admit.Labels{Source: "redis", Name: "window:", Limits: l.Limits()})
+	inst := obs.only(t, observe.Labels{Source: "redis", Name: "window:", Limits: l.Limits()})
 
 	for i, step := range []struct {
 		n       int
@@ -158,7 +159,7 @@ func TestObserveLimiter(t *testing.T) {
 	require.NoError(t, err)
 	plain, err := redisstore.New(c, admit.Rule{Algorithm: admit.TokenBucket, Limit: 1, Window: time.Minute}, redisstore.WithTestClock(fake), redisstore.WithPrefix("plain:"))
 	require.NoError(t, err)
-	otherInst := other.only(t, admit.Labels{Source: "redis", Name: "bucket:", Limits: m.Limits()})
+	otherInst := other.only(t, observe.Labels{Source: "redis", Name: "bucket:", Limits: m.Limits()})
 	calls := []redisstore.Call{{Limiter: l, Key: "k", N: 3}, {Limiter: m, Key: "k", N: 1}, {Limiter: plain, Key: "k", N: 1}, {Limiter: m, Key: "k", N: 1}, {Limiter: l, Key: "k", N: 4}}
 	require.NoError(t, redisstore.AllowBatch(ctx, calls))
 	assert.Equal(t, counts{"admitted": {1, 3}, "denied": {1, 4}}, inst.take())
@@ -197,7 +198,7 @@ func TestObserveNetworkTimeout(t *testing.T) {
 	require.NoError(t, admin.Do(ctx, "CLIENT", "UNPAUSE").Err())
 	require.Error(t, err)
 	require.NotErrorIs(t, err, context.DeadlineExceeded, "the network's deadline, not the context's")
-	inst := obs.only(t, admit.Labels{Source: "redis", Name: redisstore.DefaultPrefix, Limits: l.Limits()})
+	inst := obs.only(t, observe.Labels{Source: "redis", Name: redisstore.DefaultPrefix, Limits: l.Limits()})
 	assert.Equal(t, counts{"admitted": {1, 1}, "timed_out": {1, 1}}, inst.take(), "%v", err)
 }
 
@@ -227,7 +228,7 @@ func TestObserveKeyed(t *testing.T) {
 			breakerClock := clock.NewFake()
 			k, err := redisstore.NewKeyed(l, redisstore.Policy{Mode: mode, Local: local, Timeout: pausedTimeout, Backoff: time.Second, Clock: breakerClock, OnError: errs.record})
 			require.NoError(t, err)
-			inst := obs.only(t, admit.Labels{Source: "redis", Name: "keyed:", Limits: l.Limits()})
+			inst := obs.only(t, observe.Labels{Source: "redis", Name: "keyed:", Limits: l.Limits()})
 
 			for range 4 {
 				k.Allow("k")
@@ -273,7 +274,7 @@ func TestObserveTimed(t *testing.T) {
 	timed := &observer{timed: true}
 	l, err := redisstore.New(c, rule, redisstore.WithTestClock(clock.NewFake()), redisstore.WithPrefix("timed:"), redisstore.WithObserver(timed))
 	require.NoError(t, err)
-	inst := timed.only(t, admit.Labels{Source: "redis", Name: "timed:", Limits: l.Limits()})
+	inst := timed.only(t, observe.Labels{Source: "redis", Name: "timed:", Limits: l.Limits()})
 	for range 3 {
 		_, err := l.Allow(ctx, "k")
 		require.NoError(t, err)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/observe"
+	"github.com/admit-go/admit/policy"
 )
 
 // Option configures a [Limiter]. A bad option makes [New] and [NewLimits]
@@ -16,9 +18,9 @@ type Option func(*config) error
 type config struct {
 	prefix   string
 	clock    clock.Clock
-	carry    admit.Carry    // 0: a key of another rule is an error
-	observer admit.Observer // nil: no decision observed
-	wait     *waiter        // nil: no WAIT (WithWaitReplicas)
+	carry    policy.Carry     // 0: a key of another rule is an error
+	observer observe.Observer // nil: no decision observed
+	wait     *waiter          // nil: no WAIT (WithWaitReplicas)
 
 	// slack is added to every key's time to live: evict.Slack, unless a
 	// test sets it (export_test.go), as a test whose fake clock stands
@@ -65,8 +67,8 @@ func WithClock(c clock.Clock) Option {
 // a rule change leaves it, instead of returning an error: the first time
 // the key is touched under this limiter's rules, its script reads the old
 // rules from the key's tag, converts the state to this limiter's rules as c
-// says ([admit.CarryConsumed], [admit.CarryProportional] or
-// [admit.CarryNothing], as kernel.Convert defines them for policy.Service's
+// says ([policy.CarryConsumed], [policy.CarryProportional] or
+// [policy.CarryNothing], as kernel.Convert defines them for policy.Service's
 // Reload), writes it under this limiter's tag, whatever the decision, and
 // then decides, all in the one script call. Use it while a rule changes:
 // processes deployed with the new rules then keep each user's spending.
@@ -79,10 +81,10 @@ func WithClock(c clock.Clock) Option {
 // different rules that both carry convert a shared key back and forth: see
 // docs/redis.md ("Changing a rule") for what that admits. Any other c is an
 // error wrapping [admit.ErrInvalidOption].
-func WithCarry(c admit.Carry) Option {
+func WithCarry(c policy.Carry) Option {
 	return func(cfg *config) error {
-		if c < admit.CarryConsumed || c > admit.CarryNothing {
-			return fmt.Errorf("%w: redisstore.WithCarry(%v); pass admit.CarryConsumed, admit.CarryProportional or admit.CarryNothing", admit.ErrInvalidOption, c)
+		if c < policy.CarryConsumed || c > policy.CarryNothing {
+			return fmt.Errorf("%w: redisstore.WithCarry(%v); pass policy.CarryConsumed, policy.CarryProportional or policy.CarryNothing", admit.ErrInvalidOption, c)
 		}
 		cfg.carry = c
 		return nil
@@ -98,13 +100,13 @@ func WithCarry(c admit.Carry) Option {
 // included) only if the Instrument's Timed said so when it was resolved:
 //
 //   - [Limiter.AllowN], [Limiter.AllowNWhich] and each call of [AllowBatch]
-//     count one admit.Admitted or admit.Denied for a decision Redis made,
-//     admit.TimedOut for an error that is a deadline (the context's
+//     count one observe.Admitted or observe.Denied for a decision Redis made,
+//     observe.TimedOut for an error that is a deadline (the context's
 //     DeadlineExceeded, or a network error whose Timeout() is true), and
-//     admit.Errored for any other error, a clock reading out of range
+//     observe.Errored for any other error, a clock reading out of range
 //     included. A call of a batch is timed as the whole batch.
 //   - [Keyed] counts the same for each call it sends to Redis, and
-//     admit.FellBack for every decision its Policy takes instead of Redis:
+//     observe.FellBack for every decision its Policy takes instead of Redis:
 //     after a failed call (so beside that call's Errored or TimedOut) and
 //     for every call the open circuit decides without asking Redis (alone:
 //     nothing failed). So for a Keyed limiter, Admitted + Denied + FellBack
@@ -115,10 +117,10 @@ func WithCarry(c admit.Carry) Option {
 // [Limiter.Reset] and a batch refused as a whole are not decisions, and are
 // not counted. A nil o is an error wrapping [admit.ErrInvalidOption]: leave
 // the option out to observe nothing.
-func WithObserver(o admit.Observer) Option {
+func WithObserver(o observe.Observer) Option {
 	return func(cfg *config) error {
 		if o == nil {
-			return fmt.Errorf("%w: redisstore.WithObserver(nil); pass an admit.Observer (a tally, say), or leave the option out to observe nothing", admit.ErrInvalidOption)
+			return fmt.Errorf("%w: redisstore.WithObserver(nil); pass an observe.Observer (a tally, say), or leave the option out to observe nothing", admit.ErrInvalidOption)
 		}
 		cfg.observer = o
 		return nil

@@ -31,7 +31,7 @@ import (
 // A change of limits converts each pair's state in Redis on the pair's
 // first decision under the new limits, as [WithCarry] does: with the
 // strategy of the Service's latest Reload (policy.WithCarry's, by default
-// admit.CarryConsumed), and with admit.CarryConsumed from NewService, so a
+// policy.CarryConsumed), and with policy.CarryConsumed from NewService, so a
 // process started with a changed book carries what its users spent under
 // the old one. A Reload returns at once (it moves nothing; see
 // policy.WithLimiterFactory), and a rolling deploy of a changed book, old
@@ -84,7 +84,7 @@ func NewService(client redis.Scripter, book *policy.Book, p Policy, opts ...Opti
 		return nil, fmt.Errorf("%w: redisstore.NewService: WithServiceOptions(policy.WithLimiterFactory(…)): NewService builds the Service's limiters in Redis itself; leave the factory out, or call policy.NewService with it", admit.ErrInvalidOption)
 	}
 	if cfg.carry != 0 {
-		return nil, fmt.Errorf("%w: redisstore.NewService: WithCarry(%v): the Service gives each limiter the strategy of its latest Reload (policy.WithCarry, admit.CarryConsumed by default); leave WithCarry out", admit.ErrInvalidOption, cfg.carry)
+		return nil, fmt.Errorf("%w: redisstore.NewService: WithCarry(%v): the Service gives each limiter the strategy of its latest Reload (policy.WithCarry, policy.CarryConsumed by default); leave WithCarry out", admit.ErrInvalidOption, cfg.carry)
 	}
 	base := cfg.prefix
 	// A proof's limiter is discarded: it gets no WithObserver, whose

@@ -17,6 +17,7 @@ import (
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/redistest"
 	"github.com/admit-go/admit/locked"
+	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/redisstore"
 )
@@ -189,9 +190,9 @@ func TestServiceReload(t *testing.T) {
 		twenty = "default = token-bucket,50,1h\napi./a = fixed-window,20,1h\napi./b = fixed-window,10,1h\n"
 	)
 	for _, tc := range []struct {
-		carry admit.Carry
+		carry policy.Carry
 		left  int
-	}{{admit.CarryConsumed, 13}, {admit.CarryProportional, 6}, {admit.CarryNothing, 20}} {
+	}{{policy.CarryConsumed, 13}, {policy.CarryProportional, 6}, {policy.CarryNothing, 20}} {
 		t.Run(tc.carry.String(), func(t *testing.T) {
 			base := freshBase("reload")
 			s := newService(t, c, ten, base, clock.NewFake())
@@ -204,7 +205,7 @@ func TestServiceReload(t *testing.T) {
 			// Back to 10, with CarryNothing: fresh, although the limits
 			// of 10 stayed in the book (for /b) in between.
 			spend(t, s, "u", "/a", 2)
-			require.NoError(t, s.Reload(parseBook(t, ten), policy.WithCarry(admit.CarryNothing)))
+			require.NoError(t, s.Reload(parseBook(t, ten), policy.WithCarry(policy.CarryNothing)))
 			assert.Equal(t, 10, left(s, "u", "/a"), "back to 10, afresh")
 			assert.Equal(t, 6, left(s, "u", "/b"))
 
@@ -284,11 +285,11 @@ func TestServiceObserved(t *testing.T) {
 	}
 	def := mustLimits(t, "fixed-window,2,1h")
 	vip := mustLimits(t, "fixed-window,1,1h")
-	assert.ElementsMatch(t, []admit.Labels{
+	assert.ElementsMatch(t, []observe.Labels{
 		{Source: "policy", Name: "/a", Scope: "default", Limits: def},
 		{Source: "policy", Name: "/a", Scope: "user", Limits: vip},
 	}, svcObs.asked)
-	assert.ElementsMatch(t, []admit.Labels{
+	assert.ElementsMatch(t, []observe.Labels{
 		{Source: "redis", Name: base + "/a:", Limits: def},
 		{Source: "redis", Name: base + "/a:", Limits: vip},
 	}, limObs.asked)
@@ -349,7 +350,7 @@ func TestNewServiceRefusesBadInput(t *testing.T) {
 		{"FailLocal", c, book, redisstore.Policy{Mode: redisstore.FailLocal, Timeout: time.Second, Local: must(locked.New(book.Default()))}, nil, admit.ErrUnsupported, "choose FailClosed or FailOpen"},
 		{"no mode", c, book, redisstore.Policy{Timeout: time.Second}, nil, admit.ErrInvalidOption, "choose FailClosed, FailOpen or FailLocal"},
 		{"nil option", c, book, servicePolicy, []redisstore.Option{nil}, admit.ErrInvalidOption, "option 0 is nil"},
-		{"WithCarry", c, book, servicePolicy, []redisstore.Option{redisstore.WithCarry(admit.CarryConsumed)}, admit.ErrInvalidOption, "leave WithCarry out"},
+		{"WithCarry", c, book, servicePolicy, []redisstore.Option{redisstore.WithCarry(policy.CarryConsumed)}, admit.ErrInvalidOption, "leave WithCarry out"},
 		{"bad prefix", c, book, servicePolicy, []redisstore.Option{redisstore.WithPrefix("a{")}, admit.ErrInvalidOption, "may not contain"},
 		{"admit.WithClock", c, book, servicePolicy, []redisstore.Option{redisstore.WithServiceOptions(admit.WithClock(clock.NewFake()))}, admit.ErrUnsupported, "redisstore.WithClock"},
 		{"policy.WithFactory", c, book, servicePolicy, []redisstore.Option{redisstore.WithServiceOptions(policy.WithFactory(locked.New))}, admit.ErrInvalidOption, "pass one or the other"},

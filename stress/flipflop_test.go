@@ -33,7 +33,7 @@ import (
 // carry while checkers Check the pairs, then spends every pair, and
 // returns an error naming each pair admitted more than 10 (or, with
 // CarryConsumed, fewer).
-func flipRun(svc *policy.Service, hi, lo *policy.Book, carry admit.Carry, pairs, checkers, reloads int) error {
+func flipRun(svc *policy.Service, hi, lo *policy.Book, carry policy.Carry, pairs, checkers, reloads int) error {
 	admitted := make([]atomic.Int64, pairs)
 	var attempts atomic.Int64
 	var stop atomic.Bool
@@ -89,7 +89,7 @@ func flipRun(svc *policy.Service, hi, lo *policy.Book, carry admit.Carry, pairs,
 				break
 			}
 		}
-		if total > 10 || (carry == admit.CarryConsumed && total != 10) {
+		if total > 10 || (carry == policy.CarryConsumed && total != 10) {
 			bad = append(bad, fmt.Sprintf("pair (%s, /x): %d admitted on a frozen clock where no book allowed more than 10 (want exactly 10 with CarryConsumed, at most 10 with CarryProportional)", user, total))
 		}
 	}
@@ -118,7 +118,7 @@ func TestFlipFlopReload(t *testing.T) {
 	reloads := budget{full: 40, short: 16}.get()
 	for _, fc := range serviceFactories() {
 		for _, alg := range []string{"token-bucket", "fixed-window", "sliding-log", "sliding-counter"} {
-			for _, carry := range []admit.Carry{admit.CarryConsumed, admit.CarryProportional} {
+			for _, carry := range []policy.Carry{policy.CarryConsumed, policy.CarryProportional} {
 				t.Run(fmt.Sprintf("variant=%s/alg=%s/carry=%v", fc.name, alg, carry), func(t *testing.T) {
 					hi, lo := flipBooks(t, alg)
 					opts := []admit.Option{admit.WithClock(clock.NewFake())}
@@ -158,7 +158,7 @@ func TestSelfTestFlipFlopClamp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := flipRun(svc, hi, lo, admit.CarryConsumed, 4, goroutines(), 16); err != nil {
+		if err := flipRun(svc, hi, lo, policy.CarryConsumed, 4, goroutines(), 16); err != nil {
 			t.Logf("caught in trial %d: %v", trial, err)
 			return
 		}

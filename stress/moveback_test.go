@@ -101,7 +101,7 @@ func moveBackRun(keyed func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, er
 			}
 		})
 	}
-	carry := policy.WithCarry(admit.CarryProportional)
+	carry := policy.WithCarry(policy.CarryProportional)
 	for i := range reloads {
 		book := bookB
 		if i%2 == 1 {

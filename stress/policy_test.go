@@ -57,7 +57,7 @@ var (
 // TestPolicyReload runs the policy workload on a Service built by each keyed
 // variant (WithFactory) and on the Service's own default choice. Its model
 // keeps one budget per (pair, rule), fresh when a pair's rule changes, so
-// the reloads pass admit.CarryNothing; carrying budgets across a change is
+// the reloads pass policy.CarryNothing; carrying budgets across a change is
 // checked exactly by policy's TestReloadCarryRace.
 func TestPolicyReload(t *testing.T) {
 	for _, fc := range serviceFactories() {
@@ -109,7 +109,7 @@ func TestPolicyReload(t *testing.T) {
 					if i%2 == 0 {
 						book = bookB
 					}
-					if err := svc.Reload(book, policy.WithCarry(admit.CarryNothing)); err != nil {
+					if err := svc.Reload(book, policy.WithCarry(policy.CarryNothing)); err != nil {
 						panic(err) // both books built once already: cannot fail
 					}
 					w.reloads.Add(1)
@@ -125,10 +125,10 @@ func TestPolicyReload(t *testing.T) {
 				if err != nil {
 					t.Fatalf("policy.NewService on %s: %v", fc.name, err)
 				}
-				if err := svc.Reload(bookB, policy.WithCarry(admit.CarryNothing)); err != nil { // every limiter of B built once
+				if err := svc.Reload(bookB, policy.WithCarry(policy.CarryNothing)); err != nil { // every limiter of B built once
 					t.Fatal(err)
 				}
-				if err := svc.Reload(bookA, policy.WithCarry(admit.CarryNothing)); err != nil {
+				if err := svc.Reload(bookA, policy.WithCarry(policy.CarryNothing)); err != nil {
 					t.Fatal(err)
 				}
 				return subject{

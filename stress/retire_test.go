@@ -450,7 +450,7 @@ func rtTakeRun(t *testing.T, fc serviceFactory, alg string) {
 					if i%2 == 1 {
 						book = a
 					}
-					if reloadErr = svc.Reload(book, policy.WithCarry(admit.CarryConsumed)); reloadErr != nil {
+					if reloadErr = svc.Reload(book, policy.WithCarry(policy.CarryConsumed)); reloadErr != nil {
 						break
 					}
 					reloads.Add(1)

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/tally"
 )
 
@@ -19,7 +19,7 @@ func TestObserveAllocs(t *testing.T) {
 			opts = append(opts, tally.WithLatency())
 		}
 		in := newTally(t, opts...).Instrument(labels("/a"))
-		if n := testing.AllocsPerRun(1000, func() { in.Observe(admit.Admitted, 1, time.Microsecond) }); n != 0 {
+		if n := testing.AllocsPerRun(1000, func() { in.Observe(observe.Admitted, 1, time.Microsecond) }); n != 0 {
 			t.Errorf("timed=%v: %v allocations per Observe, want 0", timed, n)
 		}
 	}

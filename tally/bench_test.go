@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/tally"
 )
 
@@ -21,7 +21,7 @@ func BenchmarkObserve(b *testing.B) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				in.Observe(admit.Admitted, 1, 0)
+				in.Observe(observe.Admitted, 1, 0)
 			}
 		})
 	})

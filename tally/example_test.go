@@ -6,6 +6,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/tally"
 )
@@ -31,7 +32,7 @@ func Example() {
 	}
 	for _, s := range t.Snapshot() {
 		fmt.Printf("%s %s scope=%s limits=%s admitted=%d denied=%d\n", s.Labels.Source, s.Labels.Name, s.Labels.Scope,
-			s.Labels.Limits, s.Decisions[admit.Admitted], s.Decisions[admit.Denied])
+			s.Labels.Limits, s.Decisions[observe.Admitted], s.Decisions[observe.Denied])
 	}
 	// Output:
 	// policy /login scope=api limits=fixed-window,1,1m admitted=1 denied=2

@@ -5,13 +5,13 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/observe"
 )
 
 // series is the instrument of one set of labels: counters striped over
 // cache lines, and a histogram when the Tally is timed.
 type series struct {
-	labels  admit.Labels // guarded by the Tally's mu
+	labels  observe.Labels // guarded by the Tally's mu
 	stripes []stripe
 	mask    uint32
 	hist    *histogram // nil unless timed
@@ -37,8 +37,8 @@ const cacheLine = 64
 // stripe is one cache line's share of a series' counters: each outcome's
 // count, padded to 128 bytes (two lines: CPUs fetch lines in pairs).
 type stripe struct {
-	n [admit.NumOutcomes]atomic.Uint64
-	_ [128 - 8*admit.NumOutcomes]byte
+	n [observe.NumOutcomes]atomic.Uint64
+	_ [128 - 8*observe.NumOutcomes]byte
 }
 
 // stripeHint returns a number that stays the same for one goroutine from
@@ -54,7 +54,7 @@ func stripeHint(salt uint64) uint32 {
 	return uint32(((a >> 4) ^ salt) * 0x9e3779b97f4a7c15 >> 32)
 }
 
-func (t *Tally) newSeries(l admit.Labels) *series {
+func (t *Tally) newSeries(l observe.Labels) *series {
 	s := &series{labels: l, stripes: make([]stripe, t.stripes), mask: uint32(t.stripes - 1)}
 	if t.cfg.timed {
 		s.hist = newHistogram(t.cfg.bounds, t.stripes)
@@ -62,11 +62,11 @@ func (t *Tally) newSeries(l admit.Labels) *series {
 	return s
 }
 
-// Observe implements [admit.Instrument]: it counts one decision of outcome
+// Observe implements [observe.Instrument]: it counts one decision of outcome
 // o, and its latency when the series is timed. n is not counted: a series
 // counts decisions, whatever number of requests each was about.
-func (s *series) Observe(o admit.Outcome, n int, latency time.Duration) {
-	if o == 0 || int(o) >= admit.NumOutcomes {
+func (s *series) Observe(o observe.Outcome, n int, latency time.Duration) {
+	if o == 0 || int(o) >= observe.NumOutcomes {
 		return // not an outcome admit defines: counted nowhere
 	}
 	salt := s.salt.Load()
@@ -87,7 +87,7 @@ func (s *series) Observe(o admit.Outcome, n int, latency time.Duration) {
 	}
 }
 
-// Timed implements [admit.Instrument]: true when the Tally was built with
+// Timed implements [observe.Instrument]: true when the Tally was built with
 // WithLatency.
 func (s *series) Timed() bool { return s.hist != nil }
 

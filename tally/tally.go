@@ -1,5 +1,5 @@
 // Package tally counts the decisions of admit's limiters by name, never by
-// key, for an exporter to read: a [Tally] is an [admit.Observer] whose
+// key, for an exporter to read: a [Tally] is an [observe.Observer] whose
 // instruments add to striped counters, with an opt-in latency histogram.
 // The modules github.com/admit-go/admit/prom and
 // github.com/admit-go/admit/otel export a Tally to Prometheus and to
@@ -9,7 +9,7 @@
 //	t, err := tally.New()
 //	svc, err := policy.NewService(book, policy.WithObserver(t))
 //	// later, at a scrape:
-//	for _, s := range t.Snapshot() { … s.Labels.Name, s.Decisions[admit.Denied] … }
+//	for _, s := range t.Snapshot() { … s.Labels.Name, s.Decisions[observe.Denied] … }
 //
 // # Cost
 //
@@ -34,7 +34,7 @@
 //
 // # Series
 //
-// A series is one set of [admit.Labels] less its Store: (Source, Name,
+// A series is one set of [observe.Labels] less its Store: (Source, Name,
 // Scope, Limits). Instruments asked for the same labels share one series,
 // so counts carry on across a policy.Service's Reload. The labels never
 // hold a key, so the series are bounded by the limiters built: for a
@@ -55,6 +55,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/observe"
 )
 
 // OtherName is the Name under which a Tally counts the label sets past its
@@ -130,7 +131,7 @@ func WithMaxSeries(n int) Option {
 	}
 }
 
-// Tally is an [admit.Observer] that counts decisions per series. Its
+// Tally is an [observe.Observer] that counts decisions per series. Its
 // methods are safe for concurrent use.
 type Tally struct {
 	cfg     config
@@ -144,8 +145,8 @@ type Tally struct {
 }
 
 var (
-	_ admit.Observer = (*Tally)(nil)
-	_ admit.Releaser = (*Tally)(nil)
+	_ observe.Observer = (*Tally)(nil)
+	_ observe.Releaser = (*Tally)(nil)
 )
 
 // seriesKey is what identifies a series: the labels less the Store.
@@ -171,12 +172,12 @@ func New(opts ...Option) (*Tally, error) {
 	return &Tally{cfg: cfg, stripes: min(n, 256), byKey: map[seriesKey]*series{}}, nil
 }
 
-// Instrument implements [admit.Observer]: it returns the instrument of the
+// Instrument implements [observe.Observer]: it returns the instrument of the
 // series of labels (less their Store), creating the series on first use
 // (or counting under [OtherName] past the bound of series). A non-nil Store
 // replaces the series' previous one, so that the most recent limiter built
 // for the labels is the one whose statistics [Tally.Snapshot] reports.
-func (t *Tally) Instrument(l admit.Labels) admit.Instrument {
+func (t *Tally) Instrument(l observe.Labels) observe.Instrument {
 	k := seriesKey{l.Source, l.Name, l.Scope, l.Limits}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -200,11 +201,11 @@ func (t *Tally) Instrument(l admit.Labels) admit.Instrument {
 	return s
 }
 
-// Release implements [admit.Releaser]: the series of labels (less their
+// Release implements [observe.Releaser]: the series of labels (less their
 // Store) forgets its Store if it is labels.Store, so that the store a
 // policy.Service dropped is let go; its counts are kept. Stores of a type
 // that cannot be compared are never the same as another, and stay.
-func (t *Tally) Release(l admit.Labels) {
+func (t *Tally) Release(l observe.Labels) {
 	if l.Store == nil || !reflect.TypeOf(l.Store).Comparable() {
 		return
 	}
@@ -234,11 +235,11 @@ func (t *Tally) Folded() int {
 type Series struct {
 	// Labels are the series' labels, with the most recent Store given for
 	// them (nil if none was).
-	Labels admit.Labels
+	Labels observe.Labels
 
 	// Decisions counts the decisions of each outcome, indexed by
-	// [admit.Outcome] (index 0 is unused).
-	Decisions [admit.NumOutcomes]uint64
+	// [observe.Outcome] (index 0 is unused).
+	Decisions [observe.NumOutcomes]uint64
 
 	// Latency is the histogram of the decisions' latencies: nil unless the
 	// Tally was built with [WithLatency].
@@ -266,7 +267,7 @@ type Histogram struct {
 func (t *Tally) Snapshot() []Series {
 	t.mu.Lock()
 	order := slices.Clone(t.order)
-	labels := make([]admit.Labels, len(order))
+	labels := make([]observe.Labels, len(order))
 	for i, s := range order {
 		labels[i] = s.labels
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/tally"
 )
 
@@ -20,12 +21,12 @@ func newTally(t *testing.T, opts ...tally.Option) *tally.Tally {
 	return tl
 }
 
-func labels(name string) admit.Labels {
+func labels(name string) observe.Labels {
 	l, err := admit.ParseLimits("token-bucket,10,1s")
 	if err != nil {
 		panic(err)
 	}
-	return admit.Labels{Source: "policy", Name: name, Scope: "default", Limits: l}
+	return observe.Labels{Source: "policy", Name: name, Scope: "default", Limits: l}
 }
 
 func TestCounts(t *testing.T) {
@@ -34,18 +35,18 @@ func TestCounts(t *testing.T) {
 	b := tl.Instrument(labels("/b"))
 	assert.False(t, a.Timed())
 	for range 3 {
-		a.Observe(admit.Admitted, 1, 0)
+		a.Observe(observe.Admitted, 1, 0)
 	}
-	a.Observe(admit.Denied, 5, 0)
-	b.Observe(admit.ShadowDenied, 1, 0)
-	b.Observe(admit.Outcome(0), 1, 0)  // not an outcome: ignored
-	b.Observe(admit.Outcome(99), 1, 0) // likewise
+	a.Observe(observe.Denied, 5, 0)
+	b.Observe(observe.ShadowDenied, 1, 0)
+	b.Observe(observe.Outcome(0), 1, 0)  // not an outcome: ignored
+	b.Observe(observe.Outcome(99), 1, 0) // likewise
 	got := tl.Snapshot()
 	require.Len(t, got, 2)
 	assert.Equal(t, "/a", got[0].Labels.Name)
-	assert.Equal(t, uint64(3), got[0].Decisions[admit.Admitted])
-	assert.Equal(t, uint64(1), got[0].Decisions[admit.Denied])
-	assert.Equal(t, uint64(1), got[1].Decisions[admit.ShadowDenied])
+	assert.Equal(t, uint64(3), got[0].Decisions[observe.Admitted])
+	assert.Equal(t, uint64(1), got[0].Decisions[observe.Denied])
+	assert.Equal(t, uint64(1), got[1].Decisions[observe.ShadowDenied])
 	var total uint64
 	for _, n := range got[1].Decisions {
 		total += n
@@ -67,12 +68,12 @@ func TestSameLabelsOneSeries(t *testing.T) {
 	i2 := tl.Instrument(l)
 	l.Store = nil
 	i3 := tl.Instrument(l) // a nil Store keeps the last one
-	i1.Observe(admit.Admitted, 1, 0)
-	i2.Observe(admit.Admitted, 1, 0)
-	i3.Observe(admit.Admitted, 1, 0)
+	i1.Observe(observe.Admitted, 1, 0)
+	i2.Observe(observe.Admitted, 1, 0)
+	i3.Observe(observe.Admitted, 1, 0)
 	got := tl.Snapshot()
 	require.Len(t, got, 1)
-	assert.Equal(t, uint64(3), got[0].Decisions[admit.Admitted])
+	assert.Equal(t, uint64(3), got[0].Decisions[observe.Admitted])
 	assert.Equal(t, s2, got[0].Labels.Store)
 }
 
@@ -82,18 +83,18 @@ func (s stats) Stats() admit.StoreStats { return admit.StoreStats{Keys: s.keys} 
 
 func TestMaxSeries(t *testing.T) {
 	tl := newTally(t, tally.WithMaxSeries(2))
-	tl.Instrument(labels("/a")).Observe(admit.Admitted, 1, 0)
-	tl.Instrument(labels("/b")).Observe(admit.Admitted, 1, 0)
+	tl.Instrument(labels("/a")).Observe(observe.Admitted, 1, 0)
+	tl.Instrument(labels("/b")).Observe(observe.Admitted, 1, 0)
 	l := labels("/c")
 	l.Store = stats{keys: 7}
-	tl.Instrument(l).Observe(admit.Denied, 1, 0)
-	tl.Instrument(labels("/d")).Observe(admit.Denied, 1, 0)
-	tl.Instrument(labels("/a")).Observe(admit.Admitted, 1, 0) // known: not folded
+	tl.Instrument(l).Observe(observe.Denied, 1, 0)
+	tl.Instrument(labels("/d")).Observe(observe.Denied, 1, 0)
+	tl.Instrument(labels("/a")).Observe(observe.Admitted, 1, 0) // known: not folded
 	got := tl.Snapshot()
 	require.Len(t, got, 3)
-	assert.Equal(t, uint64(2), got[0].Decisions[admit.Admitted])
+	assert.Equal(t, uint64(2), got[0].Decisions[observe.Admitted])
 	assert.Equal(t, tally.OtherName, got[2].Labels.Name)
-	assert.Equal(t, uint64(2), got[2].Decisions[admit.Denied])
+	assert.Equal(t, uint64(2), got[2].Decisions[observe.Denied])
 	assert.Nil(t, got[2].Labels.Store, "a folded series reports no store: it stands for several")
 	assert.Equal(t, 2, tl.Folded())
 }
@@ -102,10 +103,10 @@ func TestLatency(t *testing.T) {
 	tl := newTally(t, tally.WithLatency(time.Microsecond, time.Millisecond))
 	in := tl.Instrument(labels("/a"))
 	require.True(t, in.Timed())
-	in.Observe(admit.Admitted, 1, 500*time.Nanosecond)
-	in.Observe(admit.Admitted, 1, time.Microsecond) // on the bound: that bucket
-	in.Observe(admit.Denied, 1, 2*time.Microsecond)
-	in.Observe(admit.Denied, 1, time.Second)
+	in.Observe(observe.Admitted, 1, 500*time.Nanosecond)
+	in.Observe(observe.Admitted, 1, time.Microsecond) // on the bound: that bucket
+	in.Observe(observe.Denied, 1, 2*time.Microsecond)
+	in.Observe(observe.Denied, 1, time.Second)
 	h := tl.Snapshot()[0].Latency
 	require.NotNil(t, h)
 	assert.Equal(t, []time.Duration{time.Microsecond, time.Millisecond}, h.Bounds)
@@ -117,7 +118,7 @@ func TestLatency(t *testing.T) {
 func TestDefaultBounds(t *testing.T) {
 	tl := newTally(t, tally.WithLatency())
 	h := tl.Instrument(labels("/a"))
-	h.Observe(admit.Admitted, 1, 0)
+	h.Observe(observe.Admitted, 1, 0)
 	assert.Equal(t, tally.DefaultBounds, tl.Snapshot()[0].Latency.Bounds)
 }
 
@@ -164,7 +165,7 @@ func TestConcurrentExact(t *testing.T) {
 				return
 			default:
 			}
-			n := tl.Snapshot()[0].Decisions[admit.Admitted]
+			n := tl.Snapshot()[0].Decisions[observe.Admitted]
 			if n < last {
 				t.Errorf("count went back from %d to %d", last, n)
 				return
@@ -177,7 +178,7 @@ func TestConcurrentExact(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				in.Observe(admit.Admitted, 1, time.Microsecond)
+				in.Observe(observe.Admitted, 1, time.Microsecond)
 			}
 		}()
 	}
@@ -185,7 +186,7 @@ func TestConcurrentExact(t *testing.T) {
 	close(stop)
 	snaps.Wait()
 	s := tl.Snapshot()[0]
-	assert.Equal(t, uint64(goroutines*each), s.Decisions[admit.Admitted])
+	assert.Equal(t, uint64(goroutines*each), s.Decisions[observe.Admitted])
 	assert.Equal(t, uint64(goroutines*each), s.Latency.Count)
 	assert.Equal(t, time.Duration(goroutines*each)*time.Microsecond, s.Latency.Sum)
 }
@@ -204,7 +205,7 @@ func TestRelease(t *testing.T) {
 	a, b := stats{keys: 1}, stats{keys: 2}
 	l := labels("/a")
 	l.Store = a
-	tl.Instrument(l).Observe(admit.Admitted, 1, 0)
+	tl.Instrument(l).Observe(observe.Admitted, 1, 0)
 
 	other := l
 	other.Store = b
@@ -216,7 +217,7 @@ func TestRelease(t *testing.T) {
 	got := tl.Snapshot()
 	require.Len(t, got, 1)
 	assert.Nil(t, got[0].Labels.Store, "the store given is released")
-	assert.Equal(t, uint64(1), got[0].Decisions[admit.Admitted], "the counts stay")
+	assert.Equal(t, uint64(1), got[0].Decisions[observe.Admitted], "the counts stay")
 	tl.Release(l) // released already: nothing to do
 
 	m := labels("/m")

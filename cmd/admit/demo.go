@@ -184,12 +184,12 @@ func composite(w io.Writer) error {
 func raise(w io.Writer) error {
 	fmt.Fprintln(w, "\nPart seven: alice spends 7 of fixed-window,10,1m; then the limit is raised to 20.")
 	for _, carry := range []struct {
-		c    admit.Carry
+		c    policy.Carry
 		name string
 	}{
-		{admit.CarryConsumed, "admit.CarryConsumed, the default"},
-		{admit.CarryProportional, "admit.CarryProportional"},
-		{admit.CarryNothing, "admit.CarryNothing"},
+		{policy.CarryConsumed, "policy.CarryConsumed, the default"},
+		{policy.CarryProportional, "policy.CarryProportional"},
+		{policy.CarryNothing, "policy.CarryNothing"},
 	} {
 		c := clock.NewFake()
 		svc, err := serviceFor(admit.Rule{Algorithm: admit.FixedWindow, Limit: 10, Window: time.Minute}, c)

@@ -502,5 +502,5 @@ func testAllocs(t *testing.T, v Variant, alg admit.Algorithm) {
 // withFactory is policy.WithFactory(f), made here without importing policy
 // (which imports the variants whose tests run this suite).
 func withFactory(f func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error)) admit.Option {
-	return plumb.NewOption(func(s *plumb.Settings) error { s.Factory = f; return nil }).(admit.Option)
+	return plumb.NewOption(func(s *plumb.Settings) error { s.Factory = f; return nil })
 }

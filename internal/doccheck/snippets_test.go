@@ -26,6 +26,7 @@ var packages = map[string]string{
 	"clock":       "github.com/admit-go/admit/clock",
 	"httplimit":   "github.com/admit-go/admit/httplimit",
 	"locked":      "github.com/admit-go/admit/locked",
+	"observe":     "github.com/admit-go/admit/observe",
 	"policy":      "github.com/admit-go/admit/policy",
 	"redisstore":  "github.com/admit-go/admit/redisstore",
 	"sharded":     "github.com/admit-go/admit/sharded",

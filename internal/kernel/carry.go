@@ -9,18 +9,18 @@ import (
 	"github.com/admit-go/admit"
 )
 
-// Carry says what a key's state becomes when its limits change (admit.Carry
-// has the same values).
-type Carry uint8
+// Conversion says what Convert keeps of a key's state when its limits change:
+// the kernel's side of policy.Carry, whose strategies have the same values.
+type Conversion uint8
 
 const (
-	// CarryConsumed: what was consumed stays consumed, all of it, even past
+	// KeepConsumed: what was consumed stays consumed, all of it, even past
 	// the new Limit.
-	CarryConsumed Carry = iota + 1
-	// CarryProportional: the same fraction of the budget stays consumed.
-	CarryProportional
-	// CarryNothing: the key starts fresh under the new limits.
-	CarryNothing
+	KeepConsumed Conversion = iota + 1
+	// KeepProportional: the same fraction of the budget stays consumed.
+	KeepProportional
+	// KeepNothing: the key starts fresh under the new limits.
+	KeepNothing
 )
 
 // Convert writes to ts (len(ts) == to.Len()) the state under the limits of to
@@ -37,8 +37,8 @@ const (
 //     counter's estimate (the previous window's count weighted as the
 //     kernel weighs it, plus the current one's), a sliding log's live
 //     entries.
-//   - CarryConsumed carries c = consumption; CarryProportional c = new
-//     Limit × consumption / old Limit; CarryNothing c = 0. Neither is
+//   - KeepConsumed carries c = consumption; KeepProportional c = new
+//     Limit × consumption / old Limit; KeepNothing c = 0. Neither is
 //     clamped to the new Limit: a consumption past it is kept, not
 //     forgotten. It is clamped only to 2^31 requests, past every Limit (so
 //     that the state still denies every request), which only a
@@ -59,23 +59,23 @@ const (
 // Every carried state is at least as strict as a fresh one, so no strategy
 // lets a key pass more than the new limits allow a fresh key from the moment
 // of the change. On a frozen clock every part of a key's state under
-// CarryConsumed holds at least what the key was admitted since it was
+// KeepConsumed holds at least what the key was admitted since it was
 // fresh (an admission charges every part, and a carry keeps the whole
 // consumption), so across any chain of changes the key is admitted at most
 // the largest Limit (a composite's smallest rule's) of the limits it was
-// under. Under CarryProportional every part holds at least the fraction
+// under. Under KeepProportional every part holds at least the fraction
 // admitted/M of its Limit, M the largest Limit of any rule the key was
 // under (an admission of n adds n/l >= n/M to a part's fraction, a carry
 // keeps it), so the key is admitted at most M: the same bound for one-rule
 // limits, a weaker one for composites (10/10 spent under "fixed-window,10,1m
 // + fixed-window,1000,1h" is 1% of the hour, which "fixed-window,10,1h"
-// carries as 1 of 10). CarryNothing keeps no such promise: each change
+// carries as 1 of 10). KeepNothing keeps no such promise: each change
 // starts the key fresh.
-func Convert(from *Composite, fs []PartState, to *Composite, ts []PartState, now time.Duration, carry Carry) {
+func Convert(from *Composite, fs []PartState, to *Composite, ts []PartState, now time.Duration, carry Conversion) {
 	now = clampTime(now)
 	for j := range ts {
 		ts[j] = PartState{}
-		if carry == CarryNothing {
+		if carry == KeepNothing {
 			continue
 		}
 		i := from.source(to.limits.At(j))
@@ -84,7 +84,7 @@ func Convert(from *Composite, fs []PartState, to *Composite, ts []PartState, now
 		newLimit := big.NewRat(int64(to.PartLimit(j)), 1)
 		c := new(big.Rat)
 		switch carry {
-		case CarryProportional:
+		case KeepProportional:
 			c.Quo(c.Mul(used, newLimit), oldLimit)
 		default:
 			c.Set(used)

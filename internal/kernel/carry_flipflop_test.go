@@ -26,12 +26,12 @@ func spend(c *Composite, s []PartState, now time.Duration, max int) int {
 
 // TestConvertFlipFlop is issue 25's scenario in the kernel: on a frozen
 // clock, a key spends 10 of 10, its limit goes to 5 and back to 10, five
-// times over. With CarryConsumed and CarryProportional no change hands out
+// times over. With KeepConsumed and KeepProportional no change hands out
 // budget: 10 pass in all, where "at most the new Limit" carried 5 back on
 // every raise (30 in five cycles).
 func TestConvertFlipFlop(t *testing.T) {
 	for _, alg := range allAlgorithms {
-		for _, carry := range []Carry{CarryConsumed, CarryProportional} {
+		for _, carry := range []Conversion{KeepConsumed, KeepProportional} {
 			name := fmt.Sprintf("%v/carry=%d", alg, carry)
 			ten, err := admit.NewLimits(admit.Rule{Algorithm: alg, Limit: 10, Window: time.Hour})
 			require.NoError(t, err)
@@ -85,13 +85,13 @@ func drawChainLimits(t *rapid.T, label string) *Composite {
 }
 
 // TestConvertChainBound is the promise of Convert over any chain of
-// changes on a frozen clock: with CarryConsumed a key is admitted at most
+// changes on a frozen clock: with KeepConsumed a key is admitted at most
 // the largest Limit (the smallest rule's, for a composite) of the limits
-// it was under; with CarryProportional at most the largest Limit of any
+// it was under; with KeepProportional at most the largest Limit of any
 // rule it was under (the same for one-rule limits).
 func TestConvertChainBound(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		carry := rapid.SampledFrom([]Carry{CarryConsumed, CarryProportional}).Draw(t, "carry")
+		carry := rapid.SampledFrom([]Conversion{KeepConsumed, KeepProportional}).Draw(t, "carry")
 		now := time.Duration(rapid.Int64Range(0, int64(1000*time.Hour)).Draw(t, "now"))
 		c := drawChainLimits(t, "book0")
 		s := make([]PartState, c.Len())
@@ -118,8 +118,8 @@ func TestConvertChainBound(t *testing.T) {
 }
 
 // chainLimit is what one book adds to the bound of TestConvertChainBound.
-func chainLimit(c *Composite, carry Carry) int {
-	if carry == CarryConsumed {
+func chainLimit(c *Composite, carry Conversion) int {
+	if carry == KeepConsumed {
 		return c.Limit()
 	}
 	m := 0
@@ -154,7 +154,7 @@ func TestConvertPastLimitDecides(t *testing.T) {
 		s := make([]PartState, 1)
 		require.Equal(t, 10, spend(hi, s, now, 100))
 		down := make([]PartState, 1)
-		Convert(hi, s, lo, down, now, CarryConsumed)
+		Convert(hi, s, lo, down, now, KeepConsumed)
 		require.Zero(t, lo.consumed(0, &down[0], now).Cmp(big.NewRat(tc.wantConsumed, 1)), "%v: consumption kept", tc.alg)
 		probe, _ := lo.Decide(down, now, 0)
 		require.Equal(t, Verdict{Allowed: true, ResetAfter: tc.reset}, probe, "%v: probe", tc.alg)

@@ -37,7 +37,7 @@ func TestConvertNeverKinder(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		oldRule := drawSmallRule(t, rapid.SampledFrom(allAlgorithms).Draw(t, "oldAlg"), "old")
 		newRule := drawSmallRule(t, rapid.SampledFrom(allAlgorithms).Draw(t, "newAlg"), "new")
-		carry := rapid.SampledFrom([]Carry{CarryConsumed, CarryProportional, CarryNothing}).Draw(t, "carry")
+		carry := rapid.SampledFrom([]Conversion{KeepConsumed, KeepProportional, KeepNothing}).Draw(t, "carry")
 		ol, err := admit.NewLimits(oldRule)
 		require.NoError(t, err)
 		nl, err := admit.NewLimits(newRule)
@@ -54,7 +54,7 @@ func TestConvertNeverKinder(t *testing.T) {
 		c := expectedCarry(from, fs, to, t0, carry)
 		ts := make([]PartState, 1)
 		Convert(from, fs, to, ts, t0, carry)
-		if carry == CarryNothing {
+		if carry == KeepNothing {
 			require.Equal(t, PartState{}, ts[0])
 		}
 
@@ -85,7 +85,7 @@ func TestConvertNeverKinder(t *testing.T) {
 // expectedCarry is the consumption Convert must carry, computed from the
 // old state's probe rather than from Convert's own helpers where the
 // algorithm allows (a window's and a log's count is Limit − Remaining).
-func expectedCarry(from *Composite, fs []PartState, to *Composite, now time.Duration, carry Carry) *big.Rat {
+func expectedCarry(from *Composite, fs []PartState, to *Composite, now time.Duration, carry Conversion) *big.Rat {
 	oldLimit, newLimit := int64(from.PartLimit(0)), int64(to.PartLimit(0))
 	var used *big.Rat
 	switch from.limits.At(0).Algorithm {
@@ -98,9 +98,9 @@ func expectedCarry(from *Composite, fs []PartState, to *Composite, now time.Dura
 	}
 	c := new(big.Rat)
 	switch carry {
-	case CarryNothing:
+	case KeepNothing:
 		return c
-	case CarryProportional:
+	case KeepProportional:
 		c.Mul(used, big.NewRat(newLimit, oldLimit))
 	default:
 		c.Set(used)
@@ -158,7 +158,7 @@ func checkCarriedBound(t *rapid.T, r admit.Rule, t0 time.Duration, whole int64, 
 
 // TestConvertSameWindowCounts checks that carrying between windows of the
 // same length keeps a fixed window's and a log's count exactly: with
-// CarryConsumed, the new rule's Remaining is L' − min(count, L'), the
+// KeepConsumed, the new rule's Remaining is L' − min(count, L'), the
 // state it would have left had it been in force all along.
 func TestConvertSameWindowCounts(t *testing.T) {
 	for _, alg := range []admit.Algorithm{admit.FixedWindow, admit.SlidingLog} {
@@ -181,7 +181,7 @@ func TestConvertSameWindowCounts(t *testing.T) {
 				now += time.Second
 			}
 			ts := make([]PartState, 1)
-			Convert(from, fs, to, ts, now, CarryConsumed)
+			Convert(from, fs, to, ts, now, KeepConsumed)
 			v, _ := to.Decide(ts, now, 0)
 			require.Equal(t, tc.want, v.Remaining, "%v -> %v after %d", oldRule, newRule, tc.used)
 		}
@@ -200,9 +200,9 @@ func TestConvertTokenBucketRaised(t *testing.T) {
 		from.Decide(fs, now, 1)
 	}
 	for _, tc := range []struct {
-		carry Carry
+		carry Conversion
 		want  int
-	}{{CarryConsumed, 13}, {CarryProportional, 6}, {CarryNothing, 20}} {
+	}{{KeepConsumed, 13}, {KeepProportional, 6}, {KeepNothing, 20}} {
 		ts := make([]PartState, 1)
 		Convert(from, fs, to, ts, now, tc.carry)
 		v, _ := to.Decide(ts, now, 0)
@@ -222,7 +222,7 @@ func TestConvertComposite(t *testing.T) {
 		from.Decide(fs, now, 1)
 	}
 	ts := make([]PartState, 3)
-	Convert(from, fs, to, ts, now, CarryConsumed)
+	Convert(from, fs, to, ts, now, KeepConsumed)
 	for i, want := range []int{53, 13, 93} { // 60−7 (the window's 7), 20−7 (the bucket's), 100−7 (nearest: the minute's 7)
 		st := []PartState{ts[i]}
 		one, _ := admit.NewLimits(nl.At(i))

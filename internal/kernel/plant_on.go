@@ -13,8 +13,8 @@ var plantClamp atomic.Bool
 func clampCarried() bool { return plantClamp.Load() }
 
 // PlantClampedCarry turns the planted bug on or off, for every Convert of
-// the process, in builds with the tag admitstress only: CarryConsumed and
-// CarryProportional then carry at most the new Limit, so a limit lowered
+// the process, in builds with the tag admitstress only: KeepConsumed and
+// KeepProportional then carry at most the new Limit, so a limit lowered
 // and raised back hands the difference out again (10 -> 5 -> 10 per hour
 // admits 15 on a frozen clock). The stress harness must catch it.
 func PlantClampedCarry(on bool) { plantClamp.Store(on) }

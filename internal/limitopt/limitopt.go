@@ -12,6 +12,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/clientip"
 	"github.com/admit-go/admit/internal/ratehdr"
+	"github.com/admit-go/admit/observe"
 )
 
 // Pkg is the name of the package whose options are checked, "httplimit" or
@@ -36,7 +37,7 @@ type Common[K any, P comparable] struct {
 	PolicyOpt  string // the option that named the quota, for conflict errors
 	PolicyName string
 	PolicyRule *admit.Rule
-	Observer   admit.Observer
+	Observer   observe.Observer
 }
 
 // SetKey is WithKey: it sets the key's function to f, or, when f is nil,
@@ -143,9 +144,9 @@ func (c *Common[K, P]) SetPolicyName(p Pkg, opt, name string) error {
 }
 
 // SetObserver is WithObserver: o must not be nil.
-func (c *Common[K, P]) SetObserver(p Pkg, o admit.Observer) error {
+func (c *Common[K, P]) SetObserver(p Pkg, o observe.Observer) error {
 	if o == nil {
-		return p.Invalid("WithObserver(nil); pass an admit.Observer (a *tally.Tally, say), or leave the option out to observe nothing")
+		return p.Invalid("WithObserver(nil); pass an observe.Observer (a *tally.Tally, say), or leave the option out to observe nothing")
 	}
 	c.Observer = o
 	return nil

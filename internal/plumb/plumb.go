@@ -1,10 +1,11 @@
 // Package plumb is what package admit shares with its variant packages and
-// no one else: the resolved form of the options, and the making of
-// reservations. Users never see it; package admit keeps [admit.Option] and
-// [admit.Reservation] opaque and lends their insides here, at init.
+// no one else: the definition of admit.Option (the root package names it by
+// an alias of [Option]) and the resolved form of a list of options. Users
+// can pass an Option but not implement one: its method is unexported here.
 package plumb
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -33,7 +34,7 @@ type Settings struct {
 	// LimitsFactory is policy.WithLimitsFactory's, a policy.LimitsFactory;
 	// nil for none. Like Factory, only policy.NewService reads it.
 	LimitsFactory any
-	// Observer is policy.WithObserver's, an admit.Observer; nil for none.
+	// Observer is policy.WithObserver's, an observe.Observer; nil for none.
 	// Like Factory, only policy.NewService reads it.
 	Observer any
 	// LimiterFactory is policy.WithLimiterFactory's, a
@@ -78,44 +79,48 @@ func (s Settings) StoreOptions() string {
 	return strings.Join(names, ", ")
 }
 
-// Hooks that package admit sets in its init, so that this package needs no
-// import of it (which would be a cycle). They are never nil once any
-// package of admit's is loaded, since every importer of plumb imports admit.
-var (
-	// Apply applies the admit.Option o, the i-th of a list, to s.
-	Apply func(i int, o any, s *Settings) error
-	// NewOption returns an admit.Option that applies f.
-	NewOption func(f func(*Settings) error) any
-	// NewReservation is a func(delay time.Duration, n int, ticket uint64)
-	// admit.Reservation: a reservation of n tokens due after delay,
-	// cancellable with ticket (0: it cannot be cancelled).
-	NewReservation any
-	// Ticket is a func(admit.Reservation) uint64: a reservation's ticket.
-	Ticket any
-)
+// Option is admit.Option; its documentation is there.
+type Option interface {
+	apply(*Settings) error
+}
+
+// option is an Option that runs f.
+type option func(*Settings) error
+
+func (f option) apply(s *Settings) error { return f(s) }
+
+// NewOption returns an Option that applies f.
+func NewOption(f func(*Settings) error) Option { return option(f) }
 
 // Resolve applies opts, in order, over the defaults: the system clock, the
 // default number of shards (recorded as 0), no bound on the keys, full keys,
-// no factory. O is admit.Option; the variant packages call it with their
-// opts as they are.
-func Resolve[O any](opts []O) (Settings, error) {
+// no factory. A nil option is an error wrapping ErrInvalidOption.
+func Resolve(opts []Option) (Settings, error) {
 	s := Settings{Clock: clock.System()}
 	for i, o := range opts {
-		if err := Apply(i, o, &s); err != nil {
+		if o == nil {
+			return Settings{}, fmt.Errorf("%w: option %d is nil", ErrInvalidOption, i)
+		}
+		if err := o.apply(&s); err != nil {
 			return Settings{}, err
 		}
 	}
 	return s, nil
 }
 
-// ErrUnsupported is admit.ErrUnsupported, set by package admit.
-var ErrUnsupported error
+// The errors of options, which package admit exports as its own.
+var (
+	// ErrUnsupported is admit.ErrUnsupported.
+	ErrUnsupported = errors.New("admit: unsupported")
+	// ErrInvalidOption is admit.ErrInvalidOption.
+	ErrInvalidOption = errors.New("admit: invalid option")
+)
 
 // ResolveLimiter is Resolve for the constructors of package pkg (a variant):
 // policy.WithFactory, policy.WithLimitsFactory, policy.WithLimiterFactory
 // and policy.WithObserver, which only policy.NewService reads, are errors
 // there, never silently ignored.
-func ResolveLimiter[O any](pkg string, opts []O) (Settings, error) {
+func ResolveLimiter(pkg string, opts []Option) (Settings, error) {
 	s, err := Resolve(opts)
 	switch {
 	case err != nil:

@@ -20,6 +20,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/clientip"
+	"github.com/admit-go/admit/observe"
 )
 
 // ProblemType is the type of the problem body of a denial: the
@@ -310,8 +311,8 @@ func LimiterQuota(name string, rule *admit.Rule, lim admit.KeyedLimiter) (q *Quo
 // Labels returns the labels of a middleware's decisions: Source source
 // ("http", "grpc"), Name the quota's name, Limits limits, and Store lim
 // when it reports its statistics.
-func Labels(source, name string, limits admit.Limits, lim admit.KeyedLimiter) admit.Labels {
-	l := admit.Labels{Source: source, Name: name, Limits: limits}
+func Labels(source, name string, limits admit.Limits, lim admit.KeyedLimiter) observe.Labels {
+	l := observe.Labels{Source: source, Name: name, Limits: limits}
 	if sr, ok := lim.(admit.StatsReporter); ok {
 		l.Store = sr
 	}

@@ -1,20 +1,30 @@
-// Package reservation makes and reads admit.Reservation values for the
-// variant packages, through the hooks package admit lends internal/plumb:
-// a Reservation is opaque to everyone else.
+// Package reservation defines admit.Reservation, which the root package
+// names by an alias of [Reservation], so that the variant packages make and
+// read reservations while a user sees only Delay and N.
 package reservation
 
-import (
-	"time"
+import "time"
 
-	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/plumb"
-)
+// Reservation is admit.Reservation; its documentation is there.
+type Reservation struct {
+	// Delay is how long the waiter must wait before proceeding: 0 if the
+	// tokens were there already. For a reservation that was refused, it is the
+	// wait that would have been needed (admit.Never if n can never be
+	// admitted).
+	Delay time.Duration
 
-var (
-	// New returns a reservation of n tokens due after delay, cancellable
-	// with ticket (0 for one that cannot be cancelled).
-	New = plumb.NewReservation.(func(delay time.Duration, n int, ticket uint64) admit.Reservation)
+	n      int
+	ticket uint64
+}
 
-	// Ticket returns the ticket a reservation was made with.
-	Ticket = plumb.Ticket.(func(admit.Reservation) uint64)
-)
+// N returns the number of tokens reserved.
+func (r Reservation) N() int { return r.n }
+
+// New returns a reservation of n tokens due after delay, cancellable with
+// ticket (0 for one that cannot be cancelled).
+func New(delay time.Duration, n int, ticket uint64) Reservation {
+	return Reservation{Delay: delay, n: n, ticket: ticket}
+}
+
+// Ticket returns the ticket a reservation was made with.
+func Ticket(r Reservation) uint64 { return r.ticket }

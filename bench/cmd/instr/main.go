@@ -54,6 +54,7 @@ import (
 	"github.com/admit-go/admit"
 	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/locked"
+	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/tally"
 )
@@ -274,7 +275,7 @@ func (c check) Allow() admit.Decision { return c.s.Check("alice", "/orders") }
 
 // newCheck returns the Check of a Service of one token-bucket default rule
 // (tbRule's), observed by o unless it is nil.
-func newCheck(o admit.Observer) check {
+func newCheck(o observe.Observer) check {
 	book := must(policy.Parse(strings.NewReader("default = " + tbRule.String() + "\n")))
 	opts := []admit.Option{withStep()}
 	if o != nil {

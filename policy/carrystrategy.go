@@ -1,9 +1,9 @@
-package admit
+package policy
 
 import "strconv"
 
 // Carry says what a key's state becomes when the limits it is decided under
-// change (policy.WithCarry): whether a client keeps what it has spent. Every
+// change ([WithCarry]): whether a client keeps what it has spent. Every
 // strategy is at least as strict as starting fresh, so none lets a key pass
 // more than the new limits allow from the moment of the change;
 // docs/algorithms.md defines each per algorithm. No strategy clamps what it
