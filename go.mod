@@ -4,7 +4,6 @@ go 1.26.0
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
-	github.com/puzpuzpuz/xsync/v3 v3.5.1
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	pgregory.net/rapid v1.3.0

@@ -7,39 +7,53 @@ import (
 	"github.com/admit-go/admit/internal/clockref"
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/plumb"
+	"github.com/admit-go/admit/internal/table"
 )
 
 // New returns a keyed limiter enforcing rule independently for every key,
-// lock-free: keys live in a concurrent hash map and each key's state is a
-// word or a snapshot swapped by CAS. It supports the token bucket, the fixed
-// window and the sliding counter; for the sliding log it returns an error
-// wrapping [admit.ErrUnsupported]. For many keys, package sharded is the
-// usual choice (fewer bytes per key, no allocation for any rule); New suits
-// a few keys that are each very hot.
+// lock-free: an open-addressing table in hash shards, where each key is one
+// slot holding its state in one word, and each decision is published by one
+// compare-and-swap on that word. It supports the token bucket, the fixed
+// window and the sliding counters whose state packs in one word (Limit <
+// 2^16, with windows long enough for the clock's range); for the sliding
+// log, and the sliding counters that do not pack, it returns an error
+// wrapping [admit.ErrUnsupported] that names sharded.New, which takes every
+// rule.
 //
 // It evicts a key only when its state is equivalent to a fresh key's, so
-// eviction changes no decision, and honours [admit.WithShards] (the number of
-// eviction rings), [admit.WithMaxKeys] and [admit.WithClock]; it refuses
-// [admit.WithHashedKeys] (package sharded stores hashes) with an error
-// wrapping [admit.ErrUnsupported]. The limiter is always an [admit.Store]
-// and an [admit.StatsReporter]. docs/keyed-stores.md has the eviction
-// protocol.
+// eviction changes no decision, and honours every option:
+// [admit.WithShards], [admit.WithMaxKeys], [admit.WithHashedKeys] and
+// [admit.WithClock]. The limiter is always an [admit.Store] and an
+// [admit.StatsReporter]. docs/keyed-stores.md has the table's layout and
+// its eviction protocol.
 func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
-	set, err := keyedSettings(rule, opts)
-	if err != nil {
+	if err := rule.Validate(); err != nil {
+		return nil, err // already "admit: invalid …: …"
+	}
+	if err := packs(rule); err != nil {
 		return nil, err
 	}
-	switch rule.Algorithm {
-	case admit.TokenBucket:
-		return keyedTokenBucket{makeKeyed[tbCell](newTBKernel(kernel.NewTokenBucket(rule), set.ShardCount()), rule, set)}, nil
-	case admit.FixedWindow:
-		return keyedFixedWindow{makeKeyed[fwCell](newFWCodec(rule), rule, set)}, nil
-	default: // admit.SlidingCounter; keyedSettings rejected the sliding log
-		if c, ok := newSCCodec(rule); ok {
-			return keyedSlidingCounter{makeKeyed[scCell](c, rule, set)}, nil
-		}
-		return keyedSlidingCounterSnapshot{makeKeyed[scSnapCell](kernel.NewSlidingCounter(rule), rule, set)}, nil
+	set, err := plumb.ResolveLimiter("atomic", opts)
+	if err != nil {
+		return nil, err // already "admit: invalid …: …"
 	}
+	return table.New(rule, set), nil
+}
+
+// packs returns nil if rule's state fits the one word New's table swaps by
+// compare-and-swap (table.Packs, which policy's default factory asks too),
+// and otherwise the error New returns, naming the constructors that take
+// the rule.
+func packs(rule admit.Rule) error {
+	switch {
+	case rule.Algorithm == admit.SlidingLog:
+		return fmt.Errorf("%w: atomic.New has no sliding log: its ring of %d timestamps per key is more than one compare-and-swap can update; use sharded.New for many keys (or locked.NewLimiter for one) for %v",
+			admit.ErrUnsupported, rule.Limit, rule)
+	case !table.Packs(rule):
+		return fmt.Errorf("%w: atomic.New: the state of %v does not pack into the one word a compare-and-swap updates (a sliding counter packs for Limit < 2^16 and windows long enough for the clock's range); use sharded.New for many keys (or NewLimiter for one) for it",
+			admit.ErrUnsupported, rule)
+	}
+	return nil
 }
 
 // NewLimiter returns a lock-free limiter enforcing rule for a single key, in the
@@ -67,18 +81,6 @@ func NewLimiter(rule admit.Rule, opts ...admit.Option) (admit.Limiter, error) {
 // settings validates rule and applies opts for a single-key constructor,
 // which has no store: the keyed-store options are an error.
 func settings(rule admit.Rule, opts []admit.Option) (plumb.Settings, error) {
-	set, err := keyedSettings(rule, opts)
-	if err != nil {
-		return plumb.Settings{}, err
-	}
-	if names := set.StoreOptions(); names != "" {
-		return plumb.Settings{}, fmt.Errorf("%w: atomic: %s shape a keyed store; a single-key limiter has none, use New", admit.ErrUnsupported, names)
-	}
-	return set, nil
-}
-
-// keyedSettings validates rule and applies opts for New.
-func keyedSettings(rule admit.Rule, opts []admit.Option) (plumb.Settings, error) {
 	if err := rule.Validate(); err != nil {
 		return plumb.Settings{}, err // already "admit: invalid …: …"
 	}
@@ -90,8 +92,8 @@ func keyedSettings(rule admit.Rule, opts []admit.Option) (plumb.Settings, error)
 	if err != nil {
 		return plumb.Settings{}, err // already "admit: invalid …: …"
 	}
-	if set.HashedKeys {
-		return plumb.Settings{}, fmt.Errorf("%w: atomic.New: WithHashedKeys; an atomic store keeps full keys, use sharded.New to store hashes", admit.ErrUnsupported)
+	if names := set.StoreOptions(); names != "" {
+		return plumb.Settings{}, fmt.Errorf("%w: atomic: %s shape a keyed store; a single-key limiter has none, use New", admit.ErrUnsupported, names)
 	}
 	return set, nil
 }

@@ -3,21 +3,41 @@ package atomic_test
 import (
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/admit-go/admit"
 	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/internal/conformance"
+	"github.com/admit-go/admit/internal/table"
 )
 
-func TestConformance(t *testing.T) {
-	conformance.Run(t, conformance.Variant{
-		Name:       "atomic",
-		New:        admitatomic.New,
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// variant is atomic as the conformance suite runs it: New takes the rules
+// whose state packs in the table's word (table.Packs), NewLimiter every
+// rule but the sliding log.
+func variant(name string, hashed bool) conformance.Variant {
+	newStore := admitatomic.New
+	if hashed {
+		newStore = func(r admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
+			return admitatomic.New(r, append([]admit.Option{admit.WithHashedKeys()}, opts...)...)
+		}
+	}
+	return conformance.Variant{
+		Name:       name,
+		New:        newStore,
 		NewLimiter: admitatomic.NewLimiter,
 		Supports:   func(a admit.Algorithm) bool { return a != admit.SlidingLog },
-		// The conformance allocation test uses Limit 65536 per hour: a token
-		// bucket (not whole nanoseconds per token) and a sliding counter (too
-		// large to pack) that both take the snapshot form, one allocation per
-		// admission. The packed forms are held to zero in packed_test.go.
-		AllowAllocs: 1,
-	})
+		Takes:      table.Packs,
+		HashedKeys: true,
+		Store:      hooks,
+	}
 }
+
+// TestConformance runs the whole suite, the keyed-store checks included,
+// against New's table and NewLimiter.
+func TestConformance(t *testing.T) { conformance.Run(t, variant("atomic", false)) }
+
+// TestConformanceHashedKeys runs the whole suite again on tables that keep
+// 64-bit hashes instead of keys.
+func TestConformanceHashedKeys(t *testing.T) { conformance.Run(t, variant("atomic-hashed", true)) }

@@ -6,7 +6,6 @@ import (
 	"unsafe"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
@@ -19,7 +18,7 @@ import (
 //
 //   - The snapshot (snapCell): the parts' states in an immutable array
 //     behind an atomic.Pointer, replaced by a CAS on the pointer. It takes
-//     every composite package atomic accepts, at one allocation of 32
+//     every composite NewLimitsLimiter accepts, at one allocation of 32
 //     bytes per part per admission (none for a denial or a probe).
 //   - The pair (pairCell, composite_pair.go): exactly two parts whose
 //     states each pack in one word (kernel.CompositePair), the two words
@@ -36,8 +35,8 @@ import (
 // with a record that has no hold (a spill), until its state fits again.
 
 // compKernel is what a composite cell decides with: the kernel, each part's
-// Limit, the cells' form (the pair's packing, or the snapshot) with its
-// sentinels, and the records of the held cells.
+// Limit, the cell's form (the pair's packing, or the snapshot) with its
+// held value, and the records of the held cells.
 type compKernel struct {
 	*kernel.Composite
 	n       int                  // the number of parts
@@ -45,9 +44,7 @@ type compKernel struct {
 	least   int                  // the first part of the smallest Limit
 	isPair  bool                 // the pair form, else the snapshot
 	pair    kernel.CompositePair // the pair form's packing
-	tomb    uint64               // the pair form's tombstone's first word
 	held    uint64               // the pair form's held value's first word
-	tombVal compVal              // the tombstone
 	heldVal compVal              // the held value
 	holds   compHolds            // the records of held cells
 }
@@ -58,7 +55,7 @@ type compKernel struct {
 // words, else in the snapshot form.
 func newCompKernel(limits admit.Limits, shards int, pair bool) *compKernel {
 	c := kernel.NewComposite(limits)
-	k := &compKernel{Composite: c, n: c.Len(), tombVal: compVal{p: snapTomb}, heldVal: compVal{p: snapHeld}}
+	k := &compKernel{Composite: c, n: c.Len(), heldVal: compVal{p: snapHeld}}
 	for i := range k.n {
 		k.limit[i] = c.PartLimit(i)
 		if k.limit[i] < k.limit[k.least] {
@@ -73,18 +70,9 @@ func newCompKernel(limits admit.Limits, shards int, pair bool) *compKernel {
 	if !ok {
 		return k
 	}
-	k.isPair, k.pair, k.tomb, k.held = true, p, p.Spare(1), p.Spare(2)
-	k.tombVal, k.heldVal = compVal{a: k.tomb}, compVal{a: k.held}
+	k.isPair, k.pair, k.held = true, p, p.Spare(1)
+	k.heldVal = compVal{a: k.held}
 	return k
-}
-
-// horizon is the longest any part's state can take to become fresh.
-func (k *compKernel) horizon() time.Duration {
-	var h time.Duration
-	for i := range k.n {
-		h = max(h, evict.Horizon(k.Limits().At(i)))
-	}
-	return h
 }
 
 // decision returns v, bound by part which, as a Decision.
@@ -95,7 +83,7 @@ func (k *compKernel) decision(v kernel.Verdict, which int) (d admit.Decision) {
 
 // compVal is a composite cell's value, in either form: a pair's two words
 // (a, b; p nil), or a snapshot's pointer (p; a and b 0). The zero compVal
-// is a fresh key in both; tombVal and heldVal are the sentinels.
+// is a fresh key in both; heldVal is the sentinel.
 //
 // It is one type, and the protocol's functions plain functions of a
 // compCell interface, so that the parts' states a call decides on stay in
@@ -116,8 +104,8 @@ type compCell interface {
 	cas(old, v compVal) bool
 }
 
-// decode writes the parts' states the value v stands for (neither
-// sentinel) into s.
+// decode writes the parts' states the value v stands for (not the held
+// value) into s.
 func (k *compKernel) decode(v compVal, s []kernel.PartState) {
 	switch {
 	case k.isPair:
@@ -161,9 +149,7 @@ func (k *compKernel) encode(s []kernel.PartState, spare *[]kernel.PartState) com
 
 // compDecide is a composite cell's CAS loop: it decides a request for n at
 // reading now on the cell c (whose address is ptr) and publishes the
-// parts' new states, all of them at once. live is false if c is a
-// tombstone: nothing was decided. pause, when not nil (tests only), is
-// called after the first load of the value.
+// parts' new states, all of them at once.
 //
 // The tempting wrong version decides each part on its own cell: a request
 // that one part admits and charges and the next denies has then spent the
@@ -176,90 +162,34 @@ func (k *compKernel) encode(s []kernel.PartState, spare *[]kernel.PartState) com
 // Linearization point: the successful CAS for an admission; the load of
 // the value it decided on, for a denial or a probe (which publish nothing);
 // the critical section of the stripe's mutex for a held cell.
-func compDecide(k *compKernel, c compCell, ptr unsafe.Pointer, now time.Duration, n int, pause func()) (v kernel.Verdict, which int, live bool) {
+func compDecide(k *compKernel, c compCell, ptr unsafe.Pointer, now time.Duration, n int) (v kernel.Verdict, which int) {
 	var buf [admit.MaxLimits]kernel.PartState
 	s := buf[:k.n]
 	var spare []kernel.PartState
 	for {
 		old := c.load()
-		if pause != nil {
-			pause()
-			pause = nil
-		}
-		switch old {
-		case k.tombVal:
-			return v, 0, false
-		case k.heldVal:
+		if old == k.heldVal {
 			v, which, o := compDecideHeld(k, c, ptr, now, n)
-			if o != held.Released {
-				return v, which, o == held.Decided
+			if o == held.Decided {
+				return v, which
 			}
-			continue
+			continue // released meanwhile: load it again
 		}
 		k.decode(old, s)
 		v, which = k.Decide(s, now, n)
 		if !v.Allowed || n <= 0 {
-			return v, which, true // Decide wrote nothing: nothing to publish
+			return v, which // Decide wrote nothing: nothing to publish
 		}
 		if !k.fits(s) {
 			if compSpill(k, c, ptr, old, s) {
-				return v, which, true
+				return v, which
 			}
 			continue
 		}
 		nv := k.encode(s, &spare)
 		hook.Between(hook.BeforeCAS)
 		if c.cas(old, nv) {
-			return v, which, true
-		}
-	}
-}
-
-// compEvict is step 2 of the eviction protocol (keyed.go) on a composite
-// cell: the CAS to the tombstone from the exact value judged fresh at at
-// (every part fresh) is the eviction's linearization point, and a held
-// cell is settled under its stripe's mutex first. See tbCell.evict for the
-// tempting wrong version.
-func compEvict(k *compKernel, c compCell, ptr unsafe.Pointer, at time.Duration, floor *paddedInt64) bool {
-	old := c.load()
-	if old == k.heldVal {
-		if compSettle(k, c, ptr, at, floor) {
-			return true
-		}
-		old = c.load()
-	}
-	if old == k.heldVal || old == k.tombVal {
-		return false
-	}
-	var buf [admit.MaxLimits]kernel.PartState
-	s := buf[:k.n]
-	k.decode(old, s)
-	if !k.Fresh(s, at) {
-		return false
-	}
-	floor.raise(int64(at))
-	hook.Between(hook.BeforeCAS)
-	return c.cas(old, k.tombVal)
-}
-
-// compReset is kcell.reset on a composite cell: a CAS loop from the value
-// it loads to the fresh value; a held cell is reset under its stripe's
-// mutex, which drops its record and with it any hold. See tbCell.reset for
-// the tempting wrong version and the linearization point.
-func compReset(k *compKernel, c compCell, ptr unsafe.Pointer) {
-	for {
-		switch old := c.load(); old {
-		case compVal{}, k.tombVal:
-			return
-		case k.heldVal:
-			if compResetHeld(k, c, ptr) {
-				return
-			}
-		default:
-			hook.Between(hook.BeforeCAS)
-			if c.cas(old, compVal{}) {
-				return
-			}
+			return v, which
 		}
 	}
 }
@@ -269,54 +199,25 @@ func compReset(k *compKernel, c compCell, ptr unsafe.Pointer) {
 // after they are published, so a goroutine that loaded the pointer may read
 // them without synchronisation, and pointer identity rules out ABA (an
 // array's address is not reused while anyone holds it). nil is a fresh key;
-// snapTomb and snapHeld, which no cell publishes as states, are the keyed
-// store's tombstone and the held value.
+// snapHeld, which no cell publishes as states, is the held value.
 type snapCell struct {
-	p    satomic.Pointer[kernel.PartState]
-	name string
+	p satomic.Pointer[kernel.PartState]
 }
 
-var (
-	snapTomb = new(kernel.PartState)
-	snapHeld = new(kernel.PartState)
-)
+var snapHeld = new(kernel.PartState)
 
 func (c *snapCell) load() compVal { return compVal{p: c.p.Load()} }
 
 func (c *snapCell) cas(old, v compVal) bool { return c.p.CompareAndSwap(old.p, v.p) }
 
-// The methods of kcell (keyed.go) and compKCell (limits.go).
+// The methods of compSingle (limits.go).
 
-func (c *snapCell) key() string       { return c.name }
-func (c *snapCell) setKey(key string) { c.name = key }
-
-func (c *snapCell) decideWhich(k *compKernel, now time.Duration, n int, pause func()) (kernel.Verdict, int, bool) {
-	return compDecide(k, c, unsafe.Pointer(c), now, n, pause)
+func (c *snapCell) decideWhich(k *compKernel, now time.Duration, n int) (kernel.Verdict, int) {
+	return compDecide(k, c, unsafe.Pointer(c), now, n)
 }
 
-func (c *snapCell) decideKeyed(k *compKernel, now time.Duration, n int, pause func()) (kernel.Verdict, bool) {
-	v, _, live := compDecide(k, c, unsafe.Pointer(c), now, n, pause)
-	return v, live
-}
-
-// allowOneWhich and allowOne decline: a snapshot allocates per admission,
-// and its general path is the one it has.
-func (c *snapCell) allowOneWhich(*compKernel, time.Duration, func()) (kernel.Verdict, int, bool) {
-	return kernel.Verdict{}, 0, false
-}
-
-func (c *snapCell) allowOne(*compKernel, time.Duration, func()) (kernel.Verdict, bool) {
-	return kernel.Verdict{}, false
-}
-
-func (c *snapCell) evict(k *compKernel, at time.Duration, floor *paddedInt64) bool {
-	return compEvict(k, c, unsafe.Pointer(c), at, floor)
-}
-
-func (c *snapCell) reset(k *compKernel) { compReset(k, c, unsafe.Pointer(c)) }
-
-func (c *snapCell) reserve(k *compKernel, now time.Duration, n int, maxWait time.Duration, pause func()) (time.Duration, bool, uint64, bool) {
-	return compReserve(k, c, unsafe.Pointer(c), now, n, maxWait, pause)
+func (c *snapCell) reserve(k *compKernel, now time.Duration, n int, maxWait time.Duration) (time.Duration, bool, uint64) {
+	return compReserve(k, c, unsafe.Pointer(c), now, n, maxWait)
 }
 
 func (c *snapCell) cancel(k *compKernel, ticket uint64, now time.Duration) bool {

@@ -1,7 +1,6 @@
 package atomic_test
 
 import (
-	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,33 +15,24 @@ import (
 	"github.com/admit-go/admit/clock"
 )
 
-// allowFunc is one key of a composite, keyed or single-key.
+// allowFunc is a single-key composite's AllowN.
 type allowFunc func(n int) admit.Decision
 
-// compositeKeys returns, for each form, key "k" of a keyed composite store
-// of limits and a single-key composite of limits, on clock fake, with the
-// keyed store for the callers that need it (nil for the single key).
-func compositeKeys(t *testing.T, limits admit.Limits, fake *clock.Fake) (names []string, allows []allowFunc, stores []admit.KeyedLimiter) {
+// compositeKeys returns, for each form, a single-key composite of limits on
+// clock fake, and the form's name.
+func compositeKeys(t *testing.T, limits admit.Limits, fake *clock.Fake) (names []string, allows []allowFunc) {
 	for _, form := range compositeForms {
-		keyed, err := admitatomic.NewLimitsForm(limits, form.pair, admit.WithClock(fake))
-		require.NoError(t, err)
 		single, err := admitatomic.NewLimitsLimiterForm(limits, form.pair, admit.WithClock(fake))
 		require.NoError(t, err)
-		names = append(names, "keyed "+admitatomic.LimitsForm(keyed), "single "+admitatomic.LimitsForm(single))
+		names = append(names, "single "+admitatomic.LimitsForm(single))
 		allows = append(allows, func(n int) admit.Decision {
-			if n == 1 {
-				return keyed.Allow("k")
-			}
-			return keyed.AllowN("k", n)
-		}, func(n int) admit.Decision {
 			if n == 1 {
 				return single.Allow()
 			}
 			return single.AllowN(n)
 		})
-		stores = append(stores, keyed, nil)
 	}
-	return names, allows, stores
+	return names, allows
 }
 
 // hammerScale returns goroutines × calls, smaller under -short.
@@ -70,7 +60,7 @@ func TestLimitsHammerFrozen(t *testing.T) {
 		limits := mustLimits(t, c.text)
 		fake := clock.NewFake()
 		fake.Set(time.Hour)
-		names, allows, _ := compositeKeys(t, limits, fake)
+		names, allows := compositeKeys(t, limits, fake)
 		for i, allow := range allows {
 			goroutines, calls := hammerScale()
 			var admitted atomic.Int64
@@ -113,7 +103,7 @@ func TestLimitsHammerMoving(t *testing.T) {
 	}
 	const step = time.Millisecond
 	fake := clock.NewFake()
-	names, allows, _ := compositeKeys(t, limits, fake)
+	names, allows := compositeKeys(t, limits, fake)
 	for i, allow := range allows {
 		fake.Set(0)
 		var mu sync.Mutex
@@ -180,72 +170,5 @@ func checkWindowBound(t *testing.T, name string, r admit.Rule, spans [][2]time.D
 	}
 	for w, n := range counts {
 		assert.LessOrEqual(t, n, r.Limit, "%s: admissions in window %d of %v", name, w, r)
-	}
-}
-
-// TestLimitsResetHammer: Reset is linearizable. Goroutines admit on one key
-// of a frozen clock while another resets the key each time its budget is
-// spent: every reset gives exactly one fresh budget, so the admissions
-// total exactly (resets+1) times the smallest burst, none lost to a reset
-// and none counted twice.
-func TestLimitsResetHammer(t *testing.T) {
-	limits := mustLimits(t, "token-bucket,50,1s + fixed-window,70,1m")
-	for _, form := range compositeForms {
-		fake := clock.NewFake()
-		keyed, err := admitatomic.NewLimitsForm(limits, form.pair, admit.WithClock(fake))
-		require.NoError(t, err)
-		resets := 20
-		if testing.Short() {
-			resets = 5
-		}
-		var admitted atomic.Int64
-		var done atomic.Bool
-		var wg sync.WaitGroup
-		for range 4 {
-			wg.Go(func() {
-				for !done.Load() {
-					if keyed.Allow("k").Allowed {
-						admitted.Add(1)
-					}
-				}
-			})
-		}
-		for range resets {
-			for keyed.AllowN("k", 0).Remaining > 0 { // spent: nothing more can pass until the reset
-			}
-			keyed.(admit.Resetter).Reset("k")
-		}
-		for keyed.AllowN("k", 0).Remaining > 0 {
-		}
-		done.Store(true)
-		wg.Wait()
-		assert.Equal(t, int64(resets+1)*50, admitted.Load(), "%s: admissions around %d resets", admitatomic.LimitsForm(keyed), resets)
-	}
-}
-
-// TestLimitsKeysIndependent: keys of a composite store have budgets of
-// their own under a hammer on several keys at once.
-func TestLimitsKeysIndependent(t *testing.T) {
-	limits := mustLimits(t, "token-bucket,30,1s + fixed-window,40,1m")
-	for _, form := range compositeForms {
-		fake := clock.NewFake()
-		keyed, err := admitatomic.NewLimitsForm(limits, form.pair, admit.WithClock(fake))
-		require.NoError(t, err)
-		var counts [8]atomic.Int64
-		var wg sync.WaitGroup
-		for g := range 16 {
-			wg.Go(func() {
-				for j := range 100 {
-					k := (g + j) % len(counts)
-					if keyed.Allow(fmt.Sprint("key", k)).Allowed {
-						counts[k].Add(1)
-					}
-				}
-			})
-		}
-		wg.Wait()
-		for k := range counts {
-			assert.Equal(t, int64(30), counts[k].Load(), "%s: key%d", admitatomic.LimitsForm(keyed), k)
-		}
 	}
 }

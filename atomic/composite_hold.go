@@ -77,16 +77,12 @@ func (t *compHolds) lock(c unsafe.Pointer) *compStripe {
 // compDecideHeld is held.Decide: it decides a request for n at reading now
 // on the record of the held cell c, shows the hold the reading and releases
 // c if the hold is no longer live and the state fits. If c is no longer
-// held, nothing is decided and the Outcome says why. Linearization point:
-// the critical section.
+// held, nothing is decided and the Outcome is held.Released. Linearization
+// point: the critical section.
 func compDecideHeld(k *compKernel, c compCell, ptr unsafe.Pointer, now time.Duration, n int) (v kernel.Verdict, which int, o held.Outcome) {
 	st := k.holds.lock(ptr)
 	defer st.mu.Unlock()
-	switch c.load() {
-	case k.heldVal:
-	case k.tombVal:
-		return v, 0, held.Tomb
-	default:
+	if c.load() != k.heldVal {
 		return v, 0, held.Released
 	}
 	rec := st.m.M[ptr]
@@ -149,23 +145,14 @@ func compSpill(k *compKernel, c compCell, ptr unsafe.Pointer, old compVal, s []k
 }
 
 // compReserve is held.Reserve: kernel.Composite.ReserveHold on the cell c,
-// held or not, under its stripe's mutex. live is false if c is a
-// tombstone: nothing was reserved. pause, when not nil (tests only), is
-// called once, after a first load of the value and before the mutex.
-func compReserve(k *compKernel, c compCell, ptr unsafe.Pointer, now time.Duration, n int, maxWait time.Duration, pause func()) (d time.Duration, ok bool, ticket uint64, live bool) {
-	if pause != nil {
-		c.load()
-		pause() // before the mutex, so that calls the test runs meanwhile can take it
-	}
+// held or not, under its stripe's mutex.
+func compReserve(k *compKernel, c compCell, ptr unsafe.Pointer, now time.Duration, n int, maxWait time.Duration) (d time.Duration, ok bool, ticket uint64) {
 	st := k.holds.lock(ptr)
 	defer st.mu.Unlock()
 	var local compRec
 	var spare []kernel.PartState
 	for {
 		old := c.load()
-		if old == k.tombVal {
-			return 0, false, 0, false
-		}
 		isHeld := old == k.heldVal
 		rec := &local
 		if isHeld {
@@ -194,7 +181,7 @@ func compReserve(k *compKernel, c compCell, ptr unsafe.Pointer, now time.Duratio
 				continue
 			}
 		}
-		return d, ok, ticket, true
+		return d, ok, ticket
 	}
 }
 
@@ -215,41 +202,4 @@ func compCancel(k *compKernel, c compCell, ptr unsafe.Pointer, ticket uint64, no
 	}
 	compPut(k, c, st, ptr, rec)
 	return ok
-}
-
-// compSettle is held.Settle: it shows the hold of c, if c is held, the
-// reading at, releasing c if the hold is no longer live and its state
-// fits; if c stays held with no hold (a spilled state) that is fresh at
-// at, it raises floor to at and buries c, where no other call can change
-// it. It reports whether it buried c.
-func compSettle(k *compKernel, c compCell, ptr unsafe.Pointer, at time.Duration, floor *paddedInt64) bool {
-	st := k.holds.lock(ptr)
-	defer st.mu.Unlock()
-	if c.load() != k.heldVal {
-		return false
-	}
-	rec := st.m.M[ptr]
-	compKeep(k, c, st, ptr, rec, at)
-	if _, still := st.m.M[ptr]; !still || rec.hold.Ticket != 0 || !k.Fresh(rec.parts[:k.n], at) {
-		return false
-	}
-	floor.raise(int64(at))
-	c.cas(k.heldVal, k.tombVal)
-	st.m.Delete(ptr)
-	return true
-}
-
-// compResetHeld is held.Reset: it deletes the record of the held cell c
-// (and with it any hold, so that no reservation made before can be
-// cancelled after) and releases c fresh. It reports false, doing nothing,
-// if c is not held.
-func compResetHeld(k *compKernel, c compCell, ptr unsafe.Pointer) bool {
-	st := k.holds.lock(ptr)
-	defer st.mu.Unlock()
-	if c.load() != k.heldVal {
-		return false
-	}
-	st.m.Delete(ptr)
-	c.cas(k.heldVal, compVal{}) // the fresh value, in either form
-	return true
 }

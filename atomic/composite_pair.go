@@ -12,11 +12,10 @@ import (
 	"github.com/admit-go/admit/internal/reservation"
 )
 
-// pairCell is one key's composite of two parts in the pair form: each
-// part's state packed in one word, the two words side by side and updated
-// together by one 16-byte compare-and-swap (cas128), so that no call
-// allocates. The single-key pairLimiter's state, and a keyed store's cell
-// (name is the key there).
+// pairCell is a composite of two parts in the pair form, the single-key
+// pairLimiter's state: each part's state packed in one word, the two words
+// side by side and updated together by one 16-byte compare-and-swap
+// (cas128), so that no call allocates.
 //
 //	pair[0]  part 0's state in its kernel's one-word packing
 //	pair[1]  part 1's state, likewise (kernel.CompositePair)
@@ -34,12 +33,10 @@ import (
 // same kernel with no allocation after the first, until a state fits
 // again, exactly as tbCell spills.
 //
-// Sentinels: (k.tomb, 0), the keyed store's tombstone, and (k.held, 0), the
-// held value: kernel.CompositePair.Spare words, which part 0's word never
-// takes, whatever part 1's.
+// Sentinel: (k.held, 0), the held value: a kernel.CompositePair.Spare
+// word, which part 0's word never takes, whatever part 1's.
 type pairCell struct {
-	w    [3]satomic.Uint64
-	name string
+	w [3]satomic.Uint64
 }
 
 // pairAt returns the index in c.w of the pair's first word: the one of
@@ -58,74 +55,14 @@ func (c *pairCell) cas(old, v compVal) bool {
 	return ok
 }
 
-// The methods of kcell (keyed.go) and compKCell (limits.go).
+// The methods of compSingle (limits.go).
 
-func (c *pairCell) key() string       { return c.name }
-func (c *pairCell) setKey(key string) { c.name = key }
-
-func (c *pairCell) decideWhich(k *compKernel, now time.Duration, n int, pause func()) (kernel.Verdict, int, bool) {
-	return compDecide(k, c, unsafe.Pointer(c), now, n, pause)
+func (c *pairCell) decideWhich(k *compKernel, now time.Duration, n int) (kernel.Verdict, int) {
+	return compDecide(k, c, unsafe.Pointer(c), now, n)
 }
 
-func (c *pairCell) decideKeyed(k *compKernel, now time.Duration, n int, pause func()) (kernel.Verdict, bool) {
-	v, _, live := compDecide(k, c, unsafe.Pointer(c), now, n, pause)
-	return v, live
-}
-
-// allowOneWhich is the pair's fast path for a request for one
-// (kcell.allowOne): kernel.CompositePair.AllowOne on the two words and one
-// cas128, retried on a failed CAS with the words the CAS found. It declines
-// what AllowOne declines, the tombstone and the held value (checked before
-// AllowOne: a window's spare word unpacks as a fresh window, which AllowOne
-// would admit).
-//
-// The words are loaded one at a time, by two 8-byte atomic loads, so the
-// pair AllowOne sees may be torn: each word from a different instant, a
-// pair the cell never held. That is harmless here, and cheaper than the
-// 16-byte load: an admission is published only by a CAS that finds both
-// words exactly as loaded, at one instant, so every admission is decided on
-// a pair the cell held when it took effect; and a pair AllowOne declines
-// decides nothing, the caller deciding again on a pair read by load128.
-// The tempting wrong version also denies on the torn pair: a denial must
-// report a state that existed, and a torn pair, one word from before a
-// Reset and one from after it, say, gives a RetryAfter, a Remaining and a
-// binding rule that no state of the key ever had.
-//
-// Linearization point: the successful cas128 (see compDecide for the
-// tempting wrong version that updates each part on its own).
-func (c *pairCell) allowOneWhich(k *compKernel, now time.Duration, pause func()) (v kernel.Verdict, which int, ok bool) {
-	i := c.pairAt()
-	w0, w1 := c.w[i].Load(), c.w[i+1].Load()
-	if pause != nil {
-		pause()
-	}
-	for w0 != k.tomb && w0 != k.held {
-		n0, n1, v, which, ok := k.pair.AllowOne(w0, w1, now)
-		if !ok {
-			break
-		}
-		hook.Between(hook.BeforeCAS)
-		var swapped bool
-		if w0, w1, swapped = cas128(&c.w[i], w0, w1, n0, n1); swapped {
-			return v, which, true
-		}
-	}
-	return v, 0, false
-}
-
-func (c *pairCell) allowOne(k *compKernel, now time.Duration, pause func()) (kernel.Verdict, bool) {
-	v, _, ok := c.allowOneWhich(k, now, pause)
-	return v, ok
-}
-
-func (c *pairCell) evict(k *compKernel, at time.Duration, floor *paddedInt64) bool {
-	return compEvict(k, c, unsafe.Pointer(c), at, floor)
-}
-
-func (c *pairCell) reset(k *compKernel) { compReset(k, c, unsafe.Pointer(c)) }
-
-func (c *pairCell) reserve(k *compKernel, now time.Duration, n int, maxWait time.Duration, pause func()) (time.Duration, bool, uint64, bool) {
-	return compReserve(k, c, unsafe.Pointer(c), now, n, maxWait, pause)
+func (c *pairCell) reserve(k *compKernel, now time.Duration, n int, maxWait time.Duration) (time.Duration, bool, uint64) {
+	return compReserve(k, c, unsafe.Pointer(c), now, n, maxWait)
 }
 
 func (c *pairCell) cancel(k *compKernel, ticket uint64, now time.Duration) bool {
@@ -151,9 +88,26 @@ var (
 
 // Allow is AllowN(1).
 //
-// It is pairCell.allowOneWhich, then compDecide for whatever it declines,
-// in one frame with the clock's read, as TokenBucket.Allow is written: the
-// torn loads' argument and the linearization point are allowOneWhich's.
+// It is kernel.CompositePair.AllowOne on the two words and one cas128,
+// retried on a failed CAS with the words the CAS found, then compDecide for
+// whatever AllowOne declines and the held value (checked before AllowOne: a
+// window's spare word unpacks as a fresh window, which AllowOne would
+// admit), in one frame with the clock's read, as TokenBucket.Allow is
+// written.
+//
+// The words are loaded one at a time, by two 8-byte atomic loads, so the
+// pair AllowOne sees may be torn: each word from a different instant, a
+// pair the cell never held. That is harmless here, and cheaper than the
+// 16-byte load: an admission is published only by a CAS that finds both
+// words exactly as loaded, at one instant, so every admission is decided on
+// a pair the cell held when it took effect; and a pair AllowOne declines
+// decides nothing, compDecide deciding again on a pair read by load128.
+// The tempting wrong version also denies on the torn pair: a denial must
+// report a state that existed, and a torn pair gives a RetryAfter, a
+// Remaining and a binding rule that no state of the key ever had.
+//
+// Linearization point: the successful cas128 (see compDecide for the
+// tempting wrong version that updates each part on its own).
 func (l *pairLimiter) Allow() (d admit.Decision) {
 	var now time.Duration
 	if l.clock.Sys {
@@ -166,7 +120,7 @@ func (l *pairLimiter) Allow() (d admit.Decision) {
 	k, c := l.k, &l.c
 	i := c.pairAt()
 	w0, w1 := c.w[i].Load(), c.w[i+1].Load()
-	for w0 != k.held { // a single key has no tombstone
+	for w0 != k.held {
 		n0, n1, v, which, ok := k.pair.AllowOne(w0, w1, now)
 		if !ok {
 			break
@@ -178,14 +132,14 @@ func (l *pairLimiter) Allow() (d admit.Decision) {
 			return d
 		}
 	}
-	v, which, _ := compDecide(k, c, unsafe.Pointer(c), now, 1, nil)
+	v, which := compDecide(k, c, unsafe.Pointer(c), now, 1)
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, k.limit[which], v.Remaining, v.RetryAfter, v.ResetAfter
 	return d
 }
 
 // ReserveN implements [admit.Reserver]: it reserves n in both rules.
 func (l *pairReserver) ReserveN(n int, maxWait time.Duration) (admit.Reservation, bool) {
-	d, ok, t, _ := l.c.reserve(l.k, l.clock.Now(), n, maxWait, nil)
+	d, ok, t := l.c.reserve(l.k, l.clock.Now(), n, maxWait)
 	return reservation.New(d, n, t), ok
 }
 

@@ -37,7 +37,7 @@ func hammerCell(k *compKernel, c compCell, ptr unsafe.Pointer) int64 {
 	for range 8 {
 		wg.Go(func() {
 			for range 50 {
-				if v, _, _ := compDecide(k, c, ptr, time.Hour, 1, nil); v.Allowed {
+				if v, _ := compDecide(k, c, ptr, time.Hour, 1); v.Allowed {
 					admitted.Add(1)
 				}
 			}

@@ -23,22 +23,11 @@ type reserver struct {
 	lim     any
 }
 
-// reservers returns a keyed store's key "k" and a single-key limiter of
-// limits, in each form, on clock fake.
+// reservers returns a single-key limiter of limits, in each form, on clock
+// fake; "k" is its key.
 func reservers(t *testing.T, limits admit.Limits, fake *clock.Fake) []reserver {
 	var rs []reserver
 	for _, form := range compositeForms {
-		keyed, err := admitatomic.NewLimitsForm(limits, form.pair, admit.WithClock(fake))
-		require.NoError(t, err)
-		kr := keyed.(admit.KeyedReserver)
-		rs = append(rs, reserver{
-			name:    "keyed " + admitatomic.LimitsForm(keyed),
-			allowN:  func(n int) admit.Decision { return kr.AllowN("k", n) },
-			reserve: func(n int, w time.Duration) (admit.Reservation, bool) { return kr.ReserveN("k", n, w) },
-			cancel:  func(key string, r admit.Reservation) bool { return kr.CancelReservation(key, r) },
-			state:   func() []uint64 { return tats(t, keyed, "k") },
-			lim:     keyed,
-		})
 		single, err := admitatomic.NewLimitsLimiterForm(limits, form.pair, admit.WithClock(fake))
 		require.NoError(t, err)
 		sr := single.(admit.Reserver)
@@ -52,17 +41,16 @@ func reservers(t *testing.T, limits admit.Limits, fake *clock.Fake) []reserver {
 				}
 				return sr.CancelReservation(r)
 			},
-			state: func() []uint64 { return tats(t, single, "") },
+			state: func() []uint64 { return tats(single) },
 			lim:   single,
 		})
 	}
 	return rs
 }
 
-// tats returns the TAT word of each part of key's state in lim.
-func tats(t *testing.T, lim any, key string) []uint64 {
-	s, _, ok := admitatomic.LimitsState(lim, key)
-	require.True(t, ok, "the key is stored")
+// tats returns the TAT word of each part of lim's state.
+func tats(lim any) []uint64 {
+	s, _ := admitatomic.LimitsState(lim)
 	w := make([]uint64, len(s))
 	for i := range s {
 		w[i] = s[i].A
@@ -91,14 +79,14 @@ func TestLimitsReserveCancel(t *testing.T) {
 		for i := range before {
 			assert.NotEqual(t, before[i], after[i], "%s: the reservation takes its token in rule %d", r.name, i)
 		}
-		assert.True(t, admitatomic.LimitsHeld(r.lim, "k"), "%s: a live reservation holds the key", r.name)
+		assert.True(t, admitatomic.LimitsHeld(r.lim), "%s: a live reservation holds the key", r.name)
 		assert.False(t, r.cancel("other", res), "%s: a cancellation on another key", r.name)
 		assert.Equal(t, after, r.state(), "%s: nothing given back on another key", r.name)
 		assert.True(t, r.cancel("k", res), "%s: the cancellation", r.name)
 		assert.Equal(t, before, r.state(), "%s: the token given back in every rule", r.name)
 		copied := res
 		assert.False(t, r.cancel("k", copied), "%s: a reservation is cancelled at most once", r.name)
-		assert.False(t, admitatomic.LimitsHeld(r.lim, "k"), "%s: released by the cancellation", r.name)
+		assert.False(t, admitatomic.LimitsHeld(r.lim), "%s: released by the cancellation", r.name)
 
 		// Refused: nothing taken.
 		_, ok = r.reserve(1, time.Second)
@@ -151,27 +139,6 @@ func TestLimitsReserveSeenByDenial(t *testing.T) {
 	}
 }
 
-// TestLimitsReservedKeyEvicted: a key held by a reservation is not evicted
-// while the reservation can be cancelled, and is once it is due and fresh.
-func TestLimitsReservedKeyEvicted(t *testing.T) {
-	limits := mustLimits(t, "token-bucket,10,1s + token-bucket,3,1m")
-	for _, form := range compositeForms {
-		fake := clock.NewFake()
-		keyed, err := admitatomic.NewLimitsForm(limits, form.pair, admit.WithClock(fake))
-		require.NoError(t, err)
-		store := keyed.(admit.CompositeStore)
-		require.True(t, keyed.AllowN("k", 3).Allowed)
-		res, ok := keyed.(admit.KeyedReserver).ReserveN("k", 1, time.Minute)
-		require.True(t, ok)
-		fake.Set(time.Second)
-		assert.Zero(t, store.Sweep(), "%s: held by a live reservation", form.name)
-		fake.Set(10 * time.Minute)
-		assert.Equal(t, 1, store.Sweep(), "%s: due, then fresh", form.name)
-		assert.Zero(t, store.Len(), form.name)
-		assert.False(t, keyed.(admit.KeyedReserver).CancelReservation("k", res), "%s: evicted as fresh, so due", form.name)
-	}
-}
-
 // TestLimitsReserveHammer: on a frozen clock, goroutines admit while others
 // reserve and at once cancel, on one key of two token buckets: a
 // cancellation fails when another call took tokens in between. The faster bucket's TAT then counts every token taken and not
@@ -185,9 +152,9 @@ func TestLimitsReserveHammer(t *testing.T) {
 	for _, form := range compositeForms {
 		fake := clock.NewFake()
 		fake.Set(start)
-		keyed, err := admitatomic.NewLimitsForm(limits, form.pair, admit.WithClock(fake))
+		single, err := admitatomic.NewLimitsLimiterForm(limits, form.pair, admit.WithClock(fake))
 		require.NoError(t, err)
-		kr := keyed.(admit.KeyedReserver)
+		kr := single.(admit.Reserver)
 		var mu sync.Mutex
 		admitted, kept, cancelled := 0, 0, 0
 		var wg sync.WaitGroup
@@ -198,17 +165,17 @@ func TestLimitsReserveHammer(t *testing.T) {
 				a, k, c := 0, 0, 0
 				for range 2000 {
 					if g%2 == 0 {
-						if keyed.Allow("k").Allowed {
+						if single.Allow().Allowed {
 							a++
 						}
 						continue
 					}
-					r, ok := kr.ReserveN("k", 1, 5*time.Second)
+					r, ok := kr.ReserveN(1, 5*time.Second)
 					if !ok {
 						continue
 					}
 					k++
-					if kr.CancelReservation("k", r) { // fails if another call came between
+					if kr.CancelReservation(r) { // fails if another call came between
 						k--
 						c++
 					}
@@ -220,11 +187,10 @@ func TestLimitsReserveHammer(t *testing.T) {
 		}
 		close(begin)
 		wg.Wait()
-		s, _, ok := admitatomic.LimitsState(keyed, "k")
-		require.True(t, ok)
+		s, _ := admitatomic.LimitsState(single)
 		tat := time.Duration(int64(s[0].A ^ 1<<63))
 		assert.Equal(t, start+time.Duration(admitted+kept)*100*time.Millisecond, tat,
-			"%s: %d admitted, %d reservations kept, %d cancelled", admitatomic.LimitsForm(keyed), admitted, kept, cancelled)
-		t.Logf("%s: %d admitted, %d reservations kept, %d cancelled", admitatomic.LimitsForm(keyed), admitted, kept, cancelled)
+			"%s: %d admitted, %d reservations kept, %d cancelled", admitatomic.LimitsForm(single), admitted, kept, cancelled)
+		t.Logf("%s: %d admitted, %d reservations kept, %d cancelled", admitatomic.LimitsForm(single), admitted, kept, cancelled)
 	}
 }

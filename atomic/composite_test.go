@@ -31,10 +31,11 @@ var compositeForms = []struct {
 	pair bool
 }{{"snapshot", false}, {"chosen", true}}
 
-// TestLimitsConstructors: one rule is that rule's limiter, exactly; a
-// sliding log, a zero Limits and the options a store does not take are
-// errors wrapping the right sentinel; composites are CompositeStores and
-// CompositeLimiters, reservers when every rule is a token bucket.
+// TestLimitsConstructors: one rule is that rule's limiter, exactly; two
+// rules or more are refused by NewLimits, naming sharded.NewLimits; a
+// sliding log, a zero Limits and the options a single key does not take
+// are errors wrapping the right sentinel; composites are CompositeLimiters,
+// reservers when every rule is a token bucket.
 func TestLimitsConstructors(t *testing.T) {
 	one := mustLimits(t, "token-bucket,10,1s")
 	keyed, err := admitatomic.NewLimits(one)
@@ -54,19 +55,22 @@ func TestLimitsConstructors(t *testing.T) {
 	assert.ErrorIs(t, err, admit.ErrInvalidRule)
 
 	withLog := mustLimits(t, "token-bucket,10,1s + sliding-log,100,1m")
-	_, err = admitatomic.NewLimits(withLog)
+	_, err = admitatomic.NewLimitsLimiter(withLog)
 	require.ErrorIs(t, err, admit.ErrUnsupported)
 	assert.Contains(t, err.Error(), "rule 2 of 2, sliding-log,100,1m")
 	assert.Contains(t, err.Error(), "locked.NewLimitsLimiter")
-	_, err = admitatomic.NewLimitsLimiter(withLog)
-	assert.ErrorIs(t, err, admit.ErrUnsupported)
 
 	both := mustLimits(t, "token-bucket,10,1s + fixed-window,1000,1h")
-	_, err = admitatomic.NewLimits(both, admit.WithHashedKeys())
-	assert.ErrorIs(t, err, admit.ErrUnsupported)
+	for _, l := range []admit.Limits{both, withLog} {
+		_, err = admitatomic.NewLimits(l)
+		assert.ErrorIs(t, err, admit.ErrUnsupported, "NewLimits(%v)", l)
+		assert.ErrorContains(t, err, "sharded.NewLimits", "NewLimits(%v)", l)
+	}
 	_, err = admitatomic.NewLimitsLimiter(both, admit.WithMaxKeys(10))
 	assert.ErrorIs(t, err, admit.ErrUnsupported)
-	_, err = admitatomic.NewLimits(both, admit.WithShards(3))
+	_, err = admitatomic.NewLimitsLimiter(both, admit.WithHashedKeys())
+	assert.ErrorIs(t, err, admit.ErrUnsupported)
+	_, err = admitatomic.NewLimitsLimiter(both, admit.WithShards(3))
 	assert.ErrorIs(t, err, admit.ErrInvalidOption)
 
 	for text, pair := range map[string]bool{
@@ -87,29 +91,17 @@ func TestLimitsConstructors(t *testing.T) {
 			reservable = reservable && r.Algorithm == admit.TokenBucket
 		}
 		for _, form := range compositeForms {
-			keyed, err := admitatomic.NewLimitsForm(limits, form.pair)
-			require.NoError(t, err)
 			want := "snapshot"
 			if pair && form.pair {
 				want = "pair"
 			}
-			assert.Equal(t, want, admitatomic.LimitsForm(keyed), "%s (%s)", text, form.name)
-			store, ok := keyed.(admit.CompositeStore)
-			require.True(t, ok, "%s (%s): a CompositeStore", text, form.name)
-			assert.Equal(t, limits, store.Limits())
-			assert.Implements(t, (*admit.Resetter)(nil), keyed)
-			_, isStore := keyed.(admit.Store)
-			assert.False(t, isStore, "%s: a composite has no Rule", text)
-			_, reserves := keyed.(admit.KeyedReserver)
-			assert.Equal(t, reservable, reserves, "%s (%s): a KeyedReserver iff every rule is a token bucket", text, form.name)
-
 			single, err := admitatomic.NewLimitsLimiterForm(limits, form.pair)
 			require.NoError(t, err)
 			assert.Equal(t, want, admitatomic.LimitsForm(single), "%s (%s): single key", text, form.name)
 			comp, ok := single.(admit.CompositeLimiter)
 			require.True(t, ok, "%s (%s): a CompositeLimiter", text, form.name)
 			assert.Equal(t, limits, comp.Limits())
-			_, reserves = single.(admit.Reserver)
+			_, reserves := single.(admit.Reserver)
 			assert.Equal(t, reservable, reserves, "%s (%s): a Reserver iff every rule is a token bucket", text, form.name)
 		}
 	}
@@ -141,17 +133,12 @@ func TestAllowNWhich(t *testing.T) {
 	}
 	for _, form := range compositeForms {
 		fake := clock.NewFake()
-		keyed, err := admitatomic.NewLimitsForm(limits, form.pair, admit.WithClock(fake))
-		require.NoError(t, err)
 		single, err := admitatomic.NewLimitsLimiterForm(limits, form.pair, admit.WithClock(fake))
 		require.NoError(t, err)
-		store, comp := keyed.(admit.CompositeStore), single.(admit.CompositeLimiter)
+		comp := single.(admit.CompositeLimiter)
 		for i, s := range steps {
 			fake.Set(s.at)
-			d, which := store.AllowNWhich("k", s.n)
-			assert.Equal(t, s.want, d, "%s step %d: AllowNWhich(%q, %d) at %v", form.name, i, "k", s.n, s.at)
-			assert.Equal(t, s.which, which, "%s step %d: which of AllowNWhich(%q, %d) at %v", form.name, i, "k", s.n, s.at)
-			d, which = comp.AllowNWhich(s.n)
+			d, which := comp.AllowNWhich(s.n)
 			assert.Equal(t, s.want, d, "%s step %d: single AllowNWhich(%d) at %v", form.name, i, s.n, s.at)
 			assert.Equal(t, s.which, which, "%s step %d: which of single AllowNWhich(%d) at %v", form.name, i, s.n, s.at)
 		}
@@ -193,12 +180,11 @@ func genLimits(t *rapid.T, min, max int, algs ...admit.Algorithm) admit.Limits {
 	return limits
 }
 
-// TestLimitsDifferential drives a composite store and a single-key
-// composite with random calls on a fake clock that moves forwards and
-// backwards (stale readings), and compares every answer with the kernel's,
-// run sequentially: AllowNWhich, probes, requests out of range, Reset and,
-// when every rule is a token bucket, reservations and their cancellations
-// on the key they were made on and on others. Both forms run: the snapshot,
+// TestLimitsDifferential drives a single-key composite with random calls
+// on a fake clock that moves forwards and backwards (stale readings), and
+// compares every answer with the kernel's, run sequentially: AllowNWhich,
+// probes, requests out of range and, when every rule is a token bucket,
+// reservations and their cancellations. Both forms run: the snapshot,
 // and the pair where the limits take it (drawn often: two rules that pack).
 func TestLimitsDifferential(t *testing.T) {
 	for _, form := range compositeForms {
@@ -228,18 +214,13 @@ func checkLimitsDifferential(t *rapid.T, pair bool) {
 		}
 	}
 	fake.Set(start)
-	keyed, err := admitatomic.NewLimitsForm(limits, pair, admit.WithClock(fake))
-	require.NoError(t, err)
 	single, err := admitatomic.NewLimitsLimiterForm(limits, pair, admit.WithClock(fake))
 	require.NoError(t, err)
-	store, comp := keyed.(admit.CompositeStore), single.(admit.CompositeLimiter)
-	keyedRes, reservable := keyed.(admit.KeyedReserver)
-	singleRes, _ := single.(admit.Reserver)
+	comp := single.(admit.CompositeLimiter)
+	singleRes, reservable := single.(admit.Reserver)
 	model := conformance.NewCompositeOracle(limits)
-	const singleKey = "\x00single" // the model's key for the single-key limiter
-	keys := []string{"a", "b", "c", singleKey}
+	const key = "single" // the model's key for the single-key limiter
 	type made struct {
-		key    string
 		r      admit.Reservation
 		ticket uint64
 	}
@@ -250,10 +231,9 @@ func checkLimitsDifferential(t *rapid.T, pair bool) {
 	}
 	for step := range rapid.IntRange(1, 120).Draw(t, "steps") {
 		now := fake.Now()
-		key := rapid.SampledFrom(keys).Draw(t, "key")
-		ops := 8 // without reservations: 0-4 decide, 5-7 move the clock or reset
+		ops := 7 // without reservations: 0-4 decide, 5-6 move the clock
 		if reservable {
-			ops = 12 // 8-9 reserve, 10-11 cancel
+			ops = 11 // 7-8 reserve, 9-10 cancel
 		}
 		switch op := rapid.IntRange(0, ops-1).Draw(t, "op"); {
 		case op <= 4:
@@ -262,48 +242,26 @@ func checkLimitsDifferential(t *rapid.T, pair bool) {
 				n = 1
 			}
 			want, wantWhich := model.Allow(key, now, n)
-			var got admit.Decision
-			var which int
-			if key == singleKey {
-				got, which = comp.AllowNWhich(n)
-			} else {
-				got, which = store.AllowNWhich(key, n)
-			}
+			got, which := comp.AllowNWhich(n)
 			require.Equal(t, want, got, "step %d: AllowNWhich(%q, %d) at %v on %v", step, key, n, now, limits)
 			require.Equal(t, wantWhich, which, "step %d: which of AllowNWhich(%q, %d) at %v on %v", step, key, n, now, limits)
 		case op == 5:
 			fake.Advance(time.Duration(rapid.Int64Range(0, int64(2*maxWindow)).Draw(t, "advance")))
 		case op == 6:
 			fake.Set(now - time.Duration(rapid.Int64Range(0, int64(maxWindow)).Draw(t, "back")))
-		case op == 7:
-			if key != singleKey {
-				store.(admit.Resetter).Reset(key)
-				model.Reset(key)
-			}
-		case op == 8 || op == 9:
+		case op == 7 || op == 8:
 			n := rapid.IntRange(0, limits.Limit()+1).Draw(t, "reserve.n")
 			maxWait := time.Duration(rapid.Int64Range(0, int64(2*maxWindow)).Draw(t, "maxWait"))
 			wantD, wantOK, ticket := model.Reserve(key, now, n, maxWait)
-			var r admit.Reservation
-			var ok bool
-			if key == singleKey {
-				r, ok = singleRes.ReserveN(n, maxWait)
-			} else {
-				r, ok = keyedRes.ReserveN(key, n, maxWait)
-			}
+			r, ok := singleRes.ReserveN(n, maxWait)
 			require.Equal(t, wantOK, ok, "step %d: ReserveN(%q, %d, %v) at %v on %v", step, key, n, maxWait, now, limits)
 			require.Equal(t, wantD, r.Delay, "step %d: the delay of ReserveN(%q, %d, %v) at %v on %v", step, key, n, maxWait, now, limits)
-			reservations = append(reservations, made{key, r, ticket})
+			reservations = append(reservations, made{r, ticket})
 		case len(reservations) > 0:
 			m := rapid.SampledFrom(reservations).Draw(t, "reservation")
-			want := model.Cancel(key, m.ticket, now) // another key's hold has another ticket
-			var got bool
-			if key == singleKey {
-				got = singleRes.CancelReservation(m.r)
-			} else {
-				got = keyedRes.CancelReservation(key, m.r)
-			}
-			require.Equal(t, want, got, "step %d: CancelReservation(%q) of a reservation made on %q, at %v on %v", step, key, m.key, now, limits)
+			want := model.Cancel(key, m.ticket, now)
+			got := singleRes.CancelReservation(m.r)
+			require.Equal(t, want, got, "step %d: CancelReservation of a reservation at %v on %v", step, now, limits)
 		}
 	}
 }

@@ -33,12 +33,12 @@ func ExampleNewLimiter() {
 	// 3
 }
 
-// The sliding log is the one algorithm atomic lacks; the error says where to
-// go.
+// The sliding log fits no single compare-and-swap, so New refuses it; the
+// error says where to go.
 func ExampleNew_slidingLog() {
 	rule, _ := admit.ParseRule("sliding-log,5,1m")
 	_, err := admitatomic.New(rule)
 	fmt.Println(err)
 	// Output:
-	// admit: unsupported: atomic has no sliding log: its ring of 5 timestamps per key is more than one compare-and-swap can update; use locked.NewLimiter (or sharded.New) for sliding-log,5,1m
+	// admit: unsupported: atomic.New has no sliding log: its ring of 5 timestamps per key is more than one compare-and-swap can update; use sharded.New for many keys (or locked.NewLimiter for one) for sliding-log,5,1m
 }

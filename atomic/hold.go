@@ -65,9 +65,9 @@ func (t *holdTable) of(c unsafe.Pointer) *holdStripe {
 	return &t.stripes[(a>>6^a>>12)&t.mask]
 }
 
-// holdCell is a token-bucket cell whose value, of type V, is a state, the
-// held value or (keyed stores) the tombstone: tbCell and tbSnapCell. Their
-// Release and Bury run only under the mutex of their stripe.
+// holdCell is a token-bucket cell whose value, of type V, is a state or the
+// held value: tbCell and tbSnapCell. Their Release runs only under the
+// mutex of their stripe.
 type holdCell[V comparable] interface {
 	held.Cell[V, *tbKernel]
 }
@@ -91,18 +91,13 @@ func spill[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointer, ol
 }
 
 // reserveHeld is held.Reserve on the cell c, whether held or not, under its
-// stripe's mutex. live is false if c is a tombstone: nothing was reserved.
-// pause, when not nil (tests only), is called once, after a first load of
-// the value and before the mutex.
-func reserveHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointer, now time.Duration, n int, maxWait time.Duration, pause func()) (d time.Duration, ok bool, ticket uint64, live bool) {
-	if pause != nil {
-		c.Load()
-		pause() // before the mutex, so that calls the test runs meanwhile can take it
-	}
+// stripe's mutex.
+func reserveHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointer, now time.Duration, n int, maxWait time.Duration) (d time.Duration, ok bool, ticket uint64) {
 	st := k.holds.of(ptr)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return held.Reserve(&k.TokenBucket, k, c, &st.m, ptr, now, n, maxWait)
+	d, ok, ticket, _ = held.Reserve(&k.TokenBucket, k, c, &st.m, ptr, now, n, maxWait) // a single key is never a tombstone
+	return d, ok, ticket
 }
 
 // cancelHeld is held.Cancel on the cell c, under its stripe's mutex: it
@@ -112,25 +107,4 @@ func cancelHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointe
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return held.Cancel(&k.TokenBucket, k, c, &st.m, ptr, ticket, now)
-}
-
-// resetHeld is held.Reset on the cell c, under its stripe's mutex: it drops
-// c's record and releases c with the zero state, or reports false, doing
-// nothing, if c is no longer held (the caller loads it again).
-func resetHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointer) bool {
-	st := k.holds.of(ptr)
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return held.Reset(k, c, &st.m, ptr)
-}
-
-// settleHeld is held.Settle on the cell c, under its stripe's mutex: it
-// shows c's hold, if c is held, the reading at, and, if c stays held with
-// no hold (a spilled state) that is fresh at at, raises floor to at and
-// buries c; it reports whether it did.
-func settleHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointer, at time.Duration, floor *paddedInt64) bool {
-	st := k.holds.of(ptr)
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return held.Settle(&k.TokenBucket, k, c, &st.m, ptr, at, func(at time.Duration) { floor.raise(int64(at)) })
 }

@@ -14,112 +14,6 @@ import (
 // Tests that kill mutants `make mutate` found alive; the survivors no test
 // can kill are listed in docs/stress.md ("Mutation testing").
 
-// TestRingCompaction pins when the sweeper's queue compacts: not before 64
-// cells were popped, then once half of the slice is popped; in place, unless
-// the queue uses less than a quarter of a capacity above 64, when it moves
-// to a slice of twice its length. The queue keeps its order throughout.
-func TestRingCompaction(t *testing.T) {
-	for _, c := range []struct {
-		cap0, push, pop int // the slice's capacity before the pushes
-		head            int // after the pops
-		len, cap        int // of the slice after the pops
-	}{
-		{64, 64, 63, 63, 64, 64}, // fewer than 64 popped: no compaction
-		{64, 64, 64, 0, 0, 64},   // compacted in place: the capacity is not above 64
-		{128, 65, 64, 0, 1, 2},   // 1 left of 128: a slice of its own
-		{128, 128, 63, 63, 128, 128},
-		{128, 128, 64, 0, 64, 128},   // half popped, 64 left: a quarter of 128 or more
-		{256, 129, 64, 64, 129, 256}, // 2×64 < 129: not yet
-		{256, 129, 65, 0, 64, 256},   // 64 left is a quarter of 256: in place
-		{256, 100, 64, 0, 36, 72},    // 36 left is less
-		{256, 129, 66, 1, 64, 256},   // one pop after the compaction
-	} {
-		t.Run(fmt.Sprintf("cap=%d/push=%d/pop=%d", c.cap0, c.push, c.pop), func(t *testing.T) {
-			r := ring[int]{cells: make([]*int, 0, c.cap0)}
-			vals := make([]int, c.push)
-			for i := range vals {
-				vals[i] = i
-				r.push(&vals[i])
-			}
-			for i := range c.pop {
-				if got := r.pop(); *got != i {
-					t.Fatalf("pop %d returned cell %d", i, *got)
-				}
-				if want := i + 1; want < 64 && r.head != want {
-					t.Fatalf("head %d after %d pops, want %d: compacted before 64 pops", r.head, want, want)
-				}
-			}
-			if r.head != c.head || len(r.cells) != c.len || cap(r.cells) != c.cap {
-				t.Errorf("head %d, len %d, cap %d; want head %d, len %d, cap %d", r.head, len(r.cells), cap(r.cells), c.head, c.len, c.cap)
-			}
-			if r.len() != c.push-c.pop {
-				t.Errorf("queue length %d, want %d", r.len(), c.push-c.pop)
-			}
-			for i := c.pop; i < c.push; i++ {
-				if got := r.pop(); *got != i {
-					t.Fatalf("after the compaction, pop returned cell %d, want %d", *got, i)
-				}
-			}
-		})
-	}
-}
-
-// TestUnlinkUncountsOnce: a tombstone unlinked twice (the sweeper, and a
-// call that found it) frees one key's room in a bounded store, not two.
-func TestUnlinkUncountsOnce(t *testing.T) {
-	fake := clock.NewFake()
-	lim, err := New(admit.Rule{Algorithm: admit.FixedWindow, Limit: 1, Window: time.Second},
-		admit.WithClock(fake), admit.WithShards(1), admit.WithMaxKeys(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := lim.(keyedFixedWindow)
-	lim.Allow("a")
-	lim.Allow("b")
-	a, ok := l.m.Load("a")
-	if !ok {
-		t.Fatal("a is not stored")
-	}
-	fake.Set(time.Second + evict.Slack)
-	if n := lim.(admit.Store).Sweep(); n != 2 {
-		t.Fatalf("Sweep evicted %d keys, want 2", n)
-	}
-	l.unlink(a) // a second time: a call found the tombstone too
-	for i, key := range []string{"c", "d", "e"} {
-		if got, want := lim.Allow(key).Allowed, i < 2; got != want {
-			t.Errorf("new key %s in a store bounded to 2 holding %d: Allowed = %t, want %t", key, i, got, want)
-		}
-	}
-	if n := lim.(admit.Store).Len(); n != 2 {
-		t.Errorf("Len() = %d, want 2", n)
-	}
-}
-
-// TestSweepStartsAtMinLen: the insertion that makes a ring
-// evict.SweepMinLen cells long examines evict.SweepBatch of them from its
-// head, evicting the idle ones; a shorter ring is not swept.
-func TestSweepStartsAtMinLen(t *testing.T) {
-	fake := clock.NewFake()
-	lim, err := New(admit.Rule{Algorithm: admit.FixedWindow, Limit: 1, Window: time.Second},
-		admit.WithClock(fake), admit.WithShards(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := lim.(admit.Store)
-	for i := range evict.SweepMinLen - 2 {
-		lim.Allow(fmt.Sprint("idle", i))
-	}
-	fake.Set(time.Second + evict.Slack) // every key so far is idle
-	lim.Allow("new0")
-	if n, want := store.Len(), evict.SweepMinLen-1; n != want {
-		t.Fatalf("Len() = %d after a ring of %d cells took one more, want %d: nothing swept", n, want-1, want)
-	}
-	lim.Allow("new1")
-	if n, want := store.Len(), evict.SweepMinLen-evict.SweepBatch; n != want {
-		t.Errorf("Len() = %d after the ring reached %d cells, want %d: %d idle cells swept", n, evict.SweepMinLen, want, evict.SweepBatch)
-	}
-}
-
 // tbShapes are the single-key and keyed token buckets, as the Limiter of one
 // key.
 func tbShapes(t *testing.T, r admit.Rule, fake *clock.Fake) map[string]admit.Reserver {
@@ -243,8 +137,8 @@ func TestSpilledSweep(t *testing.T) {
 	}
 }
 
-// TestSnapshotProbeDenyAllocs: the snapshot forms (the token bucket's
-// TokenBucketSnapshot, a sliding counter too wide to pack) allocate only to
+// TestSnapshotProbeDenyAllocs: the single-key snapshot forms (the token
+// bucket's TokenBucketSnapshot, a sliding counter too wide to pack) allocate only to
 // publish an admission: a probe and a denial allocate nothing.
 func TestSnapshotProbeDenyAllocs(t *testing.T) {
 	fake := clock.NewFake()
@@ -274,31 +168,20 @@ func TestSnapshotProbeDenyAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyed, err := New(r, admit.WithClock(fake))
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, n := range []int{0, r.Limit + 1} {
 		if a := testing.AllocsPerRun(100, func() {
 			if d := single.AllowN(n); d.Allowed != (n == 0) {
 				panic(fmt.Sprintf("AllowN(%d) = %+v", n, d))
-			}
-			if d := keyed.AllowN("k", n); d.Allowed != (n == 0) {
-				panic(fmt.Sprintf("keyed AllowN(%d) = %+v", n, d))
 			}
 		}); a != 0 {
 			t.Errorf("%v: %v allocations per AllowN(%d) on a fresh key", r, a, n)
 		}
 	}
 	single.AllowN(r.Limit)
-	keyed.AllowN("k", r.Limit)
 	for _, n := range []int{0, 1} {
 		if a := testing.AllocsPerRun(100, func() {
 			if d := single.AllowN(n); d.Allowed != (n == 0) {
 				panic(fmt.Sprintf("AllowN(%d) = %+v", n, d))
-			}
-			if d := keyed.AllowN("k", n); d.Allowed != (n == 0) {
-				panic(fmt.Sprintf("keyed AllowN(%d) = %+v", n, d))
 			}
 		}); a != 0 {
 			t.Errorf("%v: %v allocations per AllowN(%d) on a spent key", r, a, n)

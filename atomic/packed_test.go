@@ -53,10 +53,10 @@ func TestPackedZeroAllocs(t *testing.T) {
 
 // TestSnapshotCounterAllocs: a sliding counter whose state does not pack
 // (a Limit of 2^16 or more, or a Window under 2^(2b-1) ns, b the bit length
-// of Limit: 60,000 per second) is a snapshot, and its admitted Allow on a
-// stored key makes exactly one allocation, single-key or keyed; a denied one
-// makes none. docs/keyed-stores.md ("Allocations") names these rules as the
-// only ones whose stored keys allocate.
+// of Limit: 60,000 per second) is a snapshot in the single-key limiter, and
+// its admitted Allow makes exactly one allocation; a denied one makes none.
+// New refuses these rules (sharded.New takes them).
+// docs/keyed-stores.md ("Allocations") names them.
 func TestSnapshotCounterAllocs(t *testing.T) {
 	for _, r := range []admit.Rule{
 		rule(admit.SlidingCounter, 60_000, time.Second),
@@ -66,22 +66,19 @@ func TestSnapshotCounterAllocs(t *testing.T) {
 		single, err := NewLimiter(r, admit.WithClock(fake))
 		require.NoError(t, err)
 		require.IsType(t, &slidingCounterSnapshot{}, single, "%v", r)
-		keyed, err := New(r, admit.WithClock(fake))
-		require.NoError(t, err)
-		keyed.Allow("k")
+		_, err = New(r, admit.WithClock(fake))
+		assert.ErrorIs(t, err, admit.ErrUnsupported, "New(%v)", r)
 		single.Allow()
 		allow := testing.AllocsPerRun(500, func() {
-			if !single.Allow().Allowed || !keyed.Allow("k").Allowed {
+			if !single.Allow().Allowed {
 				panic("500 of 60,000 must pass")
 			}
 		})
-		assert.Equal(t, 2.0, allow, "%v: allocations per admitted Allow, single-key and keyed together", r)
+		assert.Equal(t, 1.0, allow, "%v: allocations per admitted Allow", r)
 		for single.Allow().Allowed {
 		}
-		for keyed.Allow("k").Allowed {
-		}
 		deny := testing.AllocsPerRun(500, func() {
-			if single.Allow().Allowed || keyed.Allow("k").Allowed {
+			if single.Allow().Allowed {
 				panic("the limit is spent")
 			}
 		})
@@ -156,20 +153,27 @@ func TestFormChoice(t *testing.T) {
 		require.NoError(t, err)
 		assert.IsType(t, tc.want, lim, "NewLimiter(%v)", tc.rule)
 	}
-	// New makes the same choice.
+	// New takes the rules whose state packs in the table's word, and
+	// refuses the others, naming sharded.New.
 	for _, tc := range []struct {
-		rule admit.Rule
-		want any
+		rule  admit.Rule
+		takes bool
 	}{
-		{rule(admit.TokenBucket, 3, 10*time.Second), keyedTokenBucket{}},
-		{rule(admit.TokenBucket, 9999, time.Second), keyedTokenBucket{}},
-		{rule(admit.FixedWindow, 1, 1), keyedFixedWindow{}},
-		{rule(admit.SlidingCounter, 1000, 1<<19), keyedSlidingCounter{}},
-		{rule(admit.SlidingCounter, 1000, 1<<19-1), keyedSlidingCounterSnapshot{}},
+		{rule(admit.TokenBucket, 3, 10*time.Second), true},
+		{rule(admit.TokenBucket, 9999, time.Second), true},
+		{rule(admit.FixedWindow, 1, 1), true},
+		{rule(admit.SlidingCounter, 1000, 1<<19), true},
+		{rule(admit.SlidingCounter, 1000, 1<<19-1), false},
+		{rule(admit.SlidingCounter, maxPackedCounterLimit+1, time.Hour), false},
 	} {
 		lim, err := New(tc.rule)
+		if !tc.takes {
+			assert.ErrorIs(t, err, admit.ErrUnsupported, "New(%v)", tc.rule)
+			assert.ErrorContains(t, err, "sharded.New", "New(%v)", tc.rule)
+			continue
+		}
 		require.NoError(t, err)
-		assert.IsType(t, tc.want, lim, "New(%v)", tc.rule)
+		assert.Implements(t, (*admit.Store)(nil), lim, "New(%v)", tc.rule)
 	}
 }
 
@@ -186,7 +190,8 @@ func TestConstructorErrors(t *testing.T) {
 	assert.ErrorIs(t, err, admit.ErrInvalidRule)
 	_, err = New(rule(admit.SlidingLog, 3, 10*time.Second))
 	assert.ErrorIs(t, err, admit.ErrUnsupported)
-	assert.ErrorContains(t, err, "locked.New")
+	assert.ErrorContains(t, err, "sharded.New")
+	assert.ErrorContains(t, err, "locked.NewLimiter")
 }
 
 // TestPackedMatchesSnapshot: the packed and the snapshot token buckets give

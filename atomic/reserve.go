@@ -9,8 +9,7 @@ import (
 )
 
 // The token buckets implement admit.Reserver, which admit.WaitN uses to pace
-// waiters by reservation; the keyed token buckets reserve through the same
-// paths (keyed_reserve.go). A reservation and a cancellation run under the
+// waiters by reservation. A reservation and a cancellation run under the
 // mutex of the cell's hold stripe, and a reservation that must wait holds
 // its cell (hold.go): that is what lets a reservation be cancelled at most
 // once, and never at a stale reading.
@@ -22,7 +21,7 @@ var (
 
 // ReserveN implements [admit.Reserver].
 func (l *TokenBucket) ReserveN(n int, maxWait time.Duration) (admit.Reservation, bool) {
-	d, ok, t, _ := reserveHeld(&l.k, &l.c, unsafe.Pointer(&l.c), l.clock.Now(), n, maxWait, nil)
+	d, ok, t := reserveHeld(&l.k, &l.c, unsafe.Pointer(&l.c), l.clock.Now(), n, maxWait)
 	return reservation.New(d, n, t), ok
 }
 
@@ -33,7 +32,7 @@ func (l *TokenBucket) CancelReservation(r admit.Reservation) bool {
 
 // ReserveN implements [admit.Reserver].
 func (l *TokenBucketSnapshot) ReserveN(n int, maxWait time.Duration) (admit.Reservation, bool) {
-	d, ok, t, _ := reserveHeld(&l.k, &l.c, unsafe.Pointer(&l.c), l.clock.Now(), n, maxWait, nil)
+	d, ok, t := reserveHeld(&l.k, &l.c, unsafe.Pointer(&l.c), l.clock.Now(), n, maxWait)
 	return reservation.New(d, n, t), ok
 }
 

@@ -14,9 +14,8 @@ import (
 	"github.com/admit-go/admit/internal/plumb"
 )
 
-// tbCell is one key's token bucket packed in one word: the single-key
-// [TokenBucket]'s state, and a keyed store's cell for one key (name is the
-// key there, unused in a TokenBucket).
+// tbCell is a token bucket packed in one word: the single-key
+// [TokenBucket]'s state.
 //
 //	bits[0:64]  the state in scaled units of 1/L' ns (L' = Limit/gcd(Limit,
 //	            Window)), as kernel.TokenBucket.Pack writes it: the TAT
@@ -36,16 +35,15 @@ import (
 // TestTokenBucketSpillBoundary pin the boundary; TestTokenBucketSpillHammer
 // and TestSpillReservations race and replay the spill.
 //
-// The word 1 is the keyed store's tombstone (see keyed.go), and the word 2
-// the held value (see hold.go). Pack never returns either: with L' = 1,
+// The word 2 is the held value (see hold.go), and the word 1 the tombstone
+// of internal/held's protocol, which only a store's eviction writes, so a
+// single-key bucket never meets it. Pack never returns either: with L' = 1,
 // every TAT the kernel writes is a reading clamped to at least -(2^62-1)
 // ns, plus at least one nanosecond of cost; with L' > 1 every packed value
-// is at least MinInt64 + L' + 1 before the bias. So a single-key bucket
-// never meets the tombstone, and a bucket is held only by a reservation or
-// a spill.
+// is at least MinInt64 + L' + 1 before the bias. So a bucket is held only
+// by a reservation or a spill.
 type tbCell struct {
-	w    satomic.Uint64
-	name string
+	w satomic.Uint64
 }
 
 const (
@@ -82,9 +80,6 @@ func (c *tbCell) Release(k *tbKernel, s kernel.TokenBucketState) bool {
 }
 
 func (c *tbCell) Bury() { c.w.Store(tbTombstone) }
-
-func (c *tbCell) key() string       { return c.name }
-func (c *tbCell) setKey(key string) { c.name = key }
 
 // try is one attempt of the packed bucket's CAS loop, on the word old: it
 // decides, and publishes the new state if there is one. done is false if
@@ -136,121 +131,13 @@ func (c *tbCell) decide(k *tbKernel, now time.Duration, n int) kernel.Verdict {
 	}
 }
 
-// decideKeyed is the keyed store's CAS loop (see try): live is false if the
-// cell is a tombstone, and nothing was decided (see keyed.go). pause, when
-// not nil (tests only), is called after the first load of the word.
-func (c *tbCell) decideKeyed(k *tbKernel, now time.Duration, n int, pause func()) (kernel.Verdict, bool) {
-	old := c.w.Load()
-	if pause != nil {
-		pause()
-	}
-	for old != tbTombstone {
-		if old == tbHeld {
-			v, o := decideHeld(k, c, unsafe.Pointer(c), now, n)
-			if o != held.Released {
-				return v, o == held.Decided
-			}
-		} else if v, done := c.try(k, now, n, old); done {
-			return v, true
-		}
-		old = c.w.Load()
-	}
-	return kernel.Verdict{}, false
-}
-
-// allowOne is decideKeyed(k, now, 1, pause)'s fast path (kcell.allowOne):
-// TokenBucket.Allow's loop on a keyed cell, kernel.TokenBucket.AllowOne on
-// the word and one CAS, with Remaining and ResetAfter by OneVerdict. The
-// CAS loop's reasoning and linearization point are try's. It declines what
-// AllowOne declines, the tombstone and the held value (AllowOne's
-// arithmetic on a sentinel is discarded: the word is checked before any
-// CAS, so a tombstone is never replaced).
-func (c *tbCell) allowOne(k *tbKernel, now time.Duration, pause func()) (v kernel.Verdict, ok bool) {
-	old := c.w.Load()
-	if pause != nil {
-		pause()
-	}
-	for {
-		nw, owed, ok := k.AllowOne(old, now)
-		if !ok || old-tbTombstone <= tbHeld-tbTombstone { // old is 1 or 2
-			return v, false
-		}
-		hook.Between(hook.BeforeCAS)
-		if c.w.CompareAndSwap(old, nw) {
-			v.Allowed = true
-			v.Remaining, v.ResetAfter = k.OneVerdict(owed)
-			return v, true
-		}
-		old = c.w.Load()
-	}
-}
-
-// evict is step 2 of the eviction protocol (see keyed.go). The tempting
-// wrong version checks freshness and then Stores the tombstone: an admission
-// published between the check and the Store would be erased with the cell,
-// and its key would start afresh with a second budget. The CAS from the
-// exact value judged fresh is the eviction's linearization point (for a
-// spilled cell, settleHeld's critical section).
-func (c *tbCell) evict(k *tbKernel, at time.Duration, floor *paddedInt64) bool {
-	old := c.w.Load()
-	if old == tbHeld {
-		if settleHeld(k, c, unsafe.Pointer(c), at, floor) {
-			return true
-		}
-		old = c.w.Load()
-	}
-	if old == tbTombstone || old == tbHeld {
-		return false
-	}
-	s := k.Unpack(old)
-	if !k.Fresh(&s, at) {
-		return false
-	}
-	floor.raise(int64(at))
-	hook.Between(hook.BeforeCAS)
-	return c.w.CompareAndSwap(old, tbTombstone)
-}
-
-// reset is kcell.reset for a packed bucket: a CAS loop from the word it
-// loads to 0, the zero state (a full bucket); a held cell is reset under
-// its stripe's mutex (resetHeld), which drops its record and with it any
-// hold, so that no reservation made before can be cancelled after.
-//
-// The tempting wrong version checks for the sentinels and then Stores 0: a
-// cell buried between the check and the Store would be resurrected outside
-// the map, an orphan deciding on a second budget, and a cell held meanwhile
-// would be released with its record left behind. The CAS replaces only the
-// state it checked. Linearization point: the successful CompareAndSwap (or
-// resetHeld's critical section); see keyed.Reset for the tombstone.
-func (c *tbCell) reset(k *tbKernel) {
-	for {
-		old := c.w.Load()
-		switch old {
-		case 0:
-			return // fresh already: the Load is the linearization point
-		case tbTombstone:
-			return
-		case tbHeld:
-			if resetHeld(k, c, unsafe.Pointer(c)) {
-				return
-			}
-			continue // released or buried before the mutex: load again
-		}
-		hook.Between(hook.BeforeCAS)
-		if c.w.CompareAndSwap(old, 0) {
-			return
-		}
-	}
-}
-
-// tbSnapCell is one key's token bucket as an immutable snapshot: the
-// single-key [TokenBucketSnapshot]'s state (keyed stores pack every token
-// bucket in a word, tbCell). nil is a full bucket. Each admission publishes a new
+// tbSnapCell is a token bucket as an immutable snapshot: the single-key
+// [TokenBucketSnapshot]'s state. nil is a full bucket. Each admission publishes a new
 // 16-byte snapshot; a snapshot is never modified after it is published, so a
 // goroutine that loaded it may read it without synchronisation, and pointer
 // identity rules out ABA (a snapshot's address is not reused while anyone
-// holds it). tbSnapTombstone, a snapshot no cell ever publishes, is the keyed
-// store's tombstone.
+// holds it). tbSnapTombstone, a snapshot no cell ever publishes, is the
+// tombstone of internal/held's protocol, which a single key never meets.
 type tbSnapCell struct {
 	p satomic.Pointer[kernel.TokenBucketState]
 }
@@ -293,27 +180,19 @@ func (c *tbSnapCell) Release(_ *tbKernel, s kernel.TokenBucketState) bool {
 
 func (c *tbSnapCell) Bury() { c.p.Store(tbSnapTombstone) }
 
-// decideKeyed is the CAS loop of the snapshot bucket; see tbCell.try for why
-// a CAS and where each decision takes effect, and tbCell.decideKeyed for
-// live and pause. The candidate snapshot is allocated once per call, on the
-// first admission attempt, and reused across retries. The single-key
-// bucket uses it too (decide): its allocation costs far more than the
-// tombstone's check.
-func (c *tbSnapCell) decideKeyed(k *tbKernel, now time.Duration, n int, pause func()) (v kernel.Verdict, live bool) {
+// decide is the CAS loop of the snapshot bucket; see tbCell.try for why a
+// CAS and where each decision takes effect. The candidate snapshot is
+// allocated once per call, on the first admission attempt, and reused
+// across retries. A held bucket is decided under its hold's mutex
+// (hold.go).
+func (c *tbSnapCell) decide(k *tbKernel, now time.Duration, n int) (v kernel.Verdict) {
 	var next *kernel.TokenBucketState
 	for {
 		cur := c.p.Load()
-		if pause != nil {
-			pause()
-			pause = nil
-		}
-		if cur == tbSnapTombstone {
-			return v, false
-		}
 		if cur == tbSnapHeld {
 			v, o := decideHeld(k, c, unsafe.Pointer(c), now, n)
-			if o != held.Released {
-				return v, o == held.Decided
+			if o == held.Decided {
+				return v
 			}
 			continue
 		}
@@ -323,7 +202,7 @@ func (c *tbSnapCell) decideKeyed(k *tbKernel, now time.Duration, n int, pause fu
 		}
 		v = k.Decide(&s, now, n)
 		if !v.Allowed || n == 0 || (cur != nil && s == *cur) {
-			return v, true
+			return v
 		}
 		if next == nil {
 			next = new(kernel.TokenBucketState)
@@ -331,15 +210,9 @@ func (c *tbSnapCell) decideKeyed(k *tbKernel, now time.Duration, n int, pause fu
 		*next = s
 		hook.Between(hook.BeforeCAS)
 		if c.p.CompareAndSwap(cur, next) {
-			return v, true
+			return v
 		}
 	}
-}
-
-// decide is decideKeyed for the single-key bucket, which has no tombstone.
-func (c *tbSnapCell) decide(k *tbKernel, now time.Duration, n int) kernel.Verdict {
-	v, _ := c.decideKeyed(k, now, n, nil)
-	return v
 }
 
 // TokenBucket is a lock-free token bucket for a single key whose whole state is

@@ -14,19 +14,15 @@ import (
 
 // fwCodec is a fixed window's kernel and its one-word packing
 // (kernel.FixedWindowWord: the count and the window index as an offset from
-// the clock range's first window, exact over the whole range, no horizon),
-// with the keyed store's tombstone: the packing's first spare word, Count 0
-// with every index bit set, which no published state takes.
+// the clock range's first window, exact over the whole range, no horizon).
 type fwCodec struct {
-	k    kernel.FixedWindow
-	w    kernel.FixedWindowWord
-	tomb uint64
+	k kernel.FixedWindow
+	w kernel.FixedWindowWord
 }
 
 func newFWCodec(rule admit.Rule) *fwCodec {
 	k := kernel.NewFixedWindow(rule)
-	w := k.Word()
-	return &fwCodec{k: *k, w: w, tomb: w.Spare(1)}
+	return &fwCodec{k: *k, w: k.Word()}
 }
 
 func (c *fwCodec) pack(s kernel.FixedWindowState) uint64 { return c.w.Pack(s) }
@@ -34,19 +30,11 @@ func (c *fwCodec) pack(s kernel.FixedWindowState) uint64 { return c.w.Pack(s) }
 // unpack restores the state from word w.
 func (c *fwCodec) unpack(w uint64) kernel.FixedWindowState { return c.w.Unpack(w) }
 
-// fwCell is one key's packed fixed window, with fwCodec's bit map: the
-// single-key [FixedWindow]'s state, and a keyed store's cell (name is the
-// key there). The keyed store's tombstone is the codec's tomb: Count 0 with every
-// index bit set. The cell never publishes a Count of 0 (it publishes only after an
-// admission), and its zero word is a fresh key, so no state takes the
-// tombstone's value.
+// fwCell is a packed fixed window, with fwCodec's bit map: the single-key
+// [FixedWindow]'s state. Its zero word is a fresh window.
 type fwCell struct {
-	w    satomic.Uint64
-	name string
+	w satomic.Uint64
 }
-
-func (c *fwCell) key() string       { return c.name }
-func (c *fwCell) setKey(key string) { c.name = key }
 
 // try is one attempt of the packed window's CAS loop, on the word old; done
 // is as for tbCell.try. A Load, a decision and
@@ -74,80 +62,6 @@ func (c *fwCell) decide(k *fwCodec, now time.Duration, n int) kernel.Verdict {
 	for {
 		if v, done := c.try(k, now, n, c.w.Load()); done {
 			return v
-		}
-	}
-}
-
-// decideKeyed is the keyed store's CAS loop; see tbCell.decideKeyed.
-func (c *fwCell) decideKeyed(k *fwCodec, now time.Duration, n int, pause func()) (kernel.Verdict, bool) {
-	old := c.w.Load()
-	if pause != nil {
-		pause()
-	}
-	for old != k.tomb {
-		if v, done := c.try(k, now, n, old); done {
-			return v, true
-		}
-		old = c.w.Load()
-	}
-	return kernel.Verdict{}, false
-}
-
-// allowOne is decideKeyed(k, now, 1, pause)'s fast path (kcell.allowOne):
-// FixedWindow.Allow's loop on a keyed cell, kernel.FixedWindow.AllowOne on
-// the unpacked word and one CAS; the CAS loop's reasoning and
-// linearization point are try's. It declines what AllowOne declines and
-// the tombstone, which it checks before unpacking: the tombstone unpacks
-// as a fresh window, which AllowOne would admit.
-func (c *fwCell) allowOne(k *fwCodec, now time.Duration, pause func()) (kernel.Verdict, bool) {
-	old := c.w.Load()
-	if pause != nil {
-		pause()
-	}
-	for old != k.tomb {
-		s := k.unpack(old)
-		v, ok := k.k.AllowOne(&s, now)
-		if !ok {
-			break
-		}
-		hook.Between(hook.BeforeCAS)
-		if c.w.CompareAndSwap(old, k.pack(s)) {
-			return v, true
-		}
-		old = c.w.Load()
-	}
-	return kernel.Verdict{}, false
-}
-
-// evict is tbCell.evict for a packed window.
-func (c *fwCell) evict(k *fwCodec, at time.Duration, floor *paddedInt64) bool {
-	old := c.w.Load()
-	if old == k.tomb {
-		return false
-	}
-	s := k.unpack(old)
-	if !k.k.Fresh(&s, at) {
-		return false
-	}
-	floor.raise(int64(at))
-	hook.Between(hook.BeforeCAS)
-	return c.w.CompareAndSwap(old, k.tomb)
-}
-
-// reset is kcell.reset for a packed window: a CAS loop from the word it
-// loads to 0, an empty window, leaving the tombstone as it is. A Store of 0
-// after checking for the tombstone would resurrect a cell buried between
-// the two, outside the map (see tbCell.reset). Linearization point: the
-// successful CompareAndSwap, or the Load that found 0.
-func (c *fwCell) reset(k *fwCodec) {
-	for {
-		old := c.w.Load()
-		if old == 0 || old == k.tomb {
-			return
-		}
-		hook.Between(hook.BeforeCAS)
-		if c.w.CompareAndSwap(old, 0) {
-			return
 		}
 	}
 }
@@ -226,14 +140,12 @@ func (l *FixedWindow) AllowN(n int) (d admit.Decision) {
 // scCodec is a sliding counter's kernel and its one-word packing
 // (kernel.SlidingCounterWord: both counts and the window index as an offset
 // from the clock range's first window, exact over the whole range for the
-// rules it packs: Limit < 2^16 and Window >= 2^(2cb-1) ns), with the keyed
-// store's tombstone, the packing's first spare word. Other rules are not
-// packed: newSCCodec reports them, and [New] and [NewLimiter] give them the
+// rules it packs: Limit < 2^16 and Window >= 2^(2cb-1) ns). Other rules
+// are not packed: newSCCodec reports them, and [NewLimiter] gives them the
 // snapshot (scSnapCell).
 type scCodec struct {
-	k    kernel.SlidingCounter
-	w    kernel.SlidingCounterWord
-	tomb uint64
+	k kernel.SlidingCounter
+	w kernel.SlidingCounterWord
 }
 
 // maxPackedCounterLimit is the largest Limit whose sliding counter's counts
@@ -245,26 +157,19 @@ const maxPackedCounterLimit = kernel.MaxWordLimit
 func newSCCodec(rule admit.Rule) (c *scCodec, ok bool) {
 	k := kernel.NewSlidingCounter(rule)
 	w, ok := k.Word()
-	return &scCodec{k: *k, w: w, tomb: w.Spare(1)}, ok
+	return &scCodec{k: *k, w: w}, ok
 }
 
 func (c *scCodec) pack(s kernel.SlidingCounterState) uint64 { return c.w.Pack(s) }
 
 func (c *scCodec) unpack(w uint64) kernel.SlidingCounterState { return c.w.Unpack(w) }
 
-// scCell is one key's packed sliding counter, with scCodec's bit map, for
-// the single-key limiter and the keyed store. The tombstone is the codec's
-// tomb: both counts 0, every index bit set. The cell publishes only after an admission, when
-// Curr >= 1, and its zero word is a fresh key, so no state takes the
-// tombstone's value. See fwCell.try for the CAS loop's reasoning, which is
-// the same.
+// scCell is a packed sliding counter, with scCodec's bit map, for the
+// single-key limiter; its zero word is a fresh counter. See fwCell.try for
+// the CAS loop's reasoning, which is the same.
 type scCell struct {
-	w    satomic.Uint64
-	name string
+	w satomic.Uint64
 }
-
-func (c *scCell) key() string       { return c.name }
-func (c *scCell) setKey(key string) { c.name = key }
 
 func (c *scCell) try(k *scCodec, now time.Duration, n int, old uint64) (v kernel.Verdict, done bool) {
 	s := k.unpack(old)
@@ -284,110 +189,25 @@ func (c *scCell) decide(k *scCodec, now time.Duration, n int) kernel.Verdict {
 	}
 }
 
-func (c *scCell) decideKeyed(k *scCodec, now time.Duration, n int, pause func()) (kernel.Verdict, bool) {
-	old := c.w.Load()
-	if pause != nil {
-		pause()
-	}
-	for old != k.tomb {
-		if v, done := c.try(k, now, n, old); done {
-			return v, true
-		}
-		old = c.w.Load()
-	}
-	return kernel.Verdict{}, false
-}
-
-// allowOne is fwCell.allowOne for the sliding counter, with
-// kernel.SlidingCounter.AllowOne; its tombstone also unpacks as a fresh
-// counter.
-func (c *scCell) allowOne(k *scCodec, now time.Duration, pause func()) (kernel.Verdict, bool) {
-	old := c.w.Load()
-	if pause != nil {
-		pause()
-	}
-	for old != k.tomb {
-		s := k.unpack(old)
-		v, ok := k.k.AllowOne(&s, now)
-		if !ok {
-			break
-		}
-		hook.Between(hook.BeforeCAS)
-		if c.w.CompareAndSwap(old, k.pack(s)) {
-			return v, true
-		}
-		old = c.w.Load()
-	}
-	return kernel.Verdict{}, false
-}
-
-func (c *scCell) evict(k *scCodec, at time.Duration, floor *paddedInt64) bool {
-	old := c.w.Load()
-	if old == k.tomb {
-		return false
-	}
-	s := k.unpack(old)
-	if !k.k.Fresh(&s, at) {
-		return false
-	}
-	floor.raise(int64(at))
-	hook.Between(hook.BeforeCAS)
-	return c.w.CompareAndSwap(old, k.tomb)
-}
-
-// reset is fwCell.reset for the packed sliding counter: the zero word is
-// both counts zero, a fresh counter.
-func (c *scCell) reset(k *scCodec) {
-	for {
-		old := c.w.Load()
-		if old == 0 || old == k.tomb {
-			return
-		}
-		hook.Between(hook.BeforeCAS)
-		if c.w.CompareAndSwap(old, 0) {
-			return
-		}
-	}
-}
-
-// scSnapCell is one key's sliding counter as an immutable snapshot, for
-// rules that do not pack (see scCodec); nil is fresh and scSnapTombstone the keyed
-// store's tombstone. See tbSnapCell for the snapshot discipline.
+// scSnapCell is a sliding counter as an immutable snapshot, for rules that
+// do not pack (see scCodec); nil is fresh. See tbSnapCell for the snapshot
+// discipline.
 type scSnapCell struct {
-	p    satomic.Pointer[kernel.SlidingCounterState]
-	name string
+	p satomic.Pointer[kernel.SlidingCounterState]
 }
 
-var scSnapTombstone = new(kernel.SlidingCounterState)
-
-func (c *scSnapCell) key() string       { return c.name }
-func (c *scSnapCell) setKey(key string) { c.name = key }
-
-// decide is decideKeyed for the single-key limiter, which has no tombstone.
-func (c *scSnapCell) decide(k *kernel.SlidingCounter, now time.Duration, n int) kernel.Verdict {
-	v, _ := c.decideKeyed(k, now, n, nil)
-	return v
-}
-
-// decideKeyed is tbSnapCell.decideKeyed for a sliding counter.
-func (c *scSnapCell) decideKeyed(k *kernel.SlidingCounter, now time.Duration, n int, pause func()) (v kernel.Verdict, live bool) {
+// decide is tbSnapCell.decide for a sliding counter, which is never held.
+func (c *scSnapCell) decide(k *kernel.SlidingCounter, now time.Duration, n int) (v kernel.Verdict) {
 	var next *kernel.SlidingCounterState
 	for {
 		cur := c.p.Load()
-		if pause != nil {
-			pause()
-			pause = nil
-		}
-		if cur == scSnapTombstone {
-			return v, false
-		}
 		var s kernel.SlidingCounterState
 		if cur != nil {
 			s = *cur
 		}
 		v = k.Decide(&s, now, n)
 		if !v.Allowed || n == 0 {
-			return v, true
+			return v
 		}
 		if next == nil {
 			next = new(kernel.SlidingCounterState)
@@ -395,53 +215,7 @@ func (c *scSnapCell) decideKeyed(k *kernel.SlidingCounter, now time.Duration, n 
 		*next = s
 		hook.Between(hook.BeforeCAS)
 		if c.p.CompareAndSwap(cur, next) {
-			return v, true
-		}
-	}
-}
-
-// allowOne declines: the snapshot allocates per admission, and its
-// general path (decideKeyed) is the one it has. It still loads the value
-// and calls pause, as kcell.allowOne says, since the caller then drops
-// pause.
-func (c *scSnapCell) allowOne(_ *kernel.SlidingCounter, _ time.Duration, pause func()) (kernel.Verdict, bool) {
-	if pause != nil {
-		c.p.Load()
-		pause()
-	}
-	return kernel.Verdict{}, false
-}
-
-func (c *scSnapCell) evict(k *kernel.SlidingCounter, at time.Duration, floor *paddedInt64) bool {
-	cur := c.p.Load()
-	if cur == scSnapTombstone {
-		return false
-	}
-	var s kernel.SlidingCounterState
-	if cur != nil {
-		s = *cur
-	}
-	if !k.Fresh(&s, at) {
-		return false
-	}
-	floor.raise(int64(at))
-	hook.Between(hook.BeforeCAS)
-	return c.p.CompareAndSwap(cur, scSnapTombstone)
-}
-
-// reset is fwCell.reset for the snapshot: a CAS loop from the snapshot it
-// loads to nil, a fresh counter, leaving the tombstone as it is. Pointer
-// identity rules out ABA (see tbSnapCell). Linearization point: the
-// successful CompareAndSwap, or the Load that found nil.
-func (c *scSnapCell) reset(*kernel.SlidingCounter) {
-	for {
-		cur := c.p.Load()
-		if cur == nil || cur == scSnapTombstone {
-			return
-		}
-		hook.Between(hook.BeforeCAS)
-		if c.p.CompareAndSwap(cur, nil) {
-			return
+			return v
 		}
 	}
 }

@@ -332,8 +332,8 @@ api./login = fixed-window,1000000000,1s
 // BenchmarkPolicy measures policy.Service.Check: pairs=1 is one (user, API)
 // pair shared by every goroutine, pairs=1000 spreads the calls over 1,000
 // users of one API, uniform. impl is the variant building the Service's
-// limiters: policy-default (the Service's own choice, sharded),
-// policy-locked and policy-atomic (policy.WithFactory).
+// limiters: policy-default (the Service's own choice: atomic's table for
+// this token bucket), policy-locked and policy-atomic (policy.WithFactory).
 func BenchmarkPolicy(b *testing.B) {
 	book, err := policy.Parse(strings.NewReader(policyBook))
 	if err != nil {
@@ -366,8 +366,7 @@ func BenchmarkPolicy(b *testing.B) {
 
 // BenchmarkEviction measures 100,000 existing keys, uniform, from every
 // goroutine, with the store's idle-key eviction on and off. Rows that have no
-// eviction run off only, as the reference; admit's sharded store will bring
-// admit's own evict=on rows.
+// eviction run off only, as the reference.
 func BenchmarkEviction(b *testing.B) {
 	const nkeys = fullKeys
 	w := KeyedWorkload(nkeys, Uniform)
@@ -473,7 +472,7 @@ func newKeyed(b *testing.B, row KeyedRow, env Env) (Keyed, func()) {
 
 // BenchmarkMiddleware measures a net/http middleware on an admitted request,
 // keyed by client IP over 1,000 addresses, serially: admit's httplimit over
-// the atomic keyed store (RateLimit and RateLimit-Policy headers on) against
+// atomic's keyed store, the table (RateLimit and RateLimit-Policy headers on), against
 // go-chi/httprate's LimitByIP (its X-RateLimit headers on). The handler does
 // nothing and the writer discards, so the figures are the middleware's own,
 // allocations included.

@@ -238,10 +238,10 @@ type admitForm struct {
 	rule   admit.Rule
 	deny   admit.Rule
 	single func(admit.Rule, ...admit.Option) (admit.Limiter, error)
-	keyed  policy.Factory
-	churn  admit.Rule // keyed rule under Churn, when it differs from rule
-	steady admit.Rule // keyed rule under Steady; zero: the form does not run Steady workloads
-	memory admit.Rule // keyed rule under Memory; zero: steady
+	keyed  policy.Factory // nil: no keyed row
+	churn  admit.Rule     // keyed rule under Churn, when it differs from rule
+	steady admit.Rule     // keyed rule under Steady; zero: the form does not run Steady workloads
+	memory admit.Rule     // keyed rule under Memory; zero: steady
 }
 
 func asLimiter[L admit.Limiter](f func(admit.Rule, ...admit.Option) (L, error)) func(admit.Rule, ...admit.Option) (admit.Limiter, error) {
@@ -257,7 +257,9 @@ var admitForms = []admitForm{
 	{impl: "atomic-packed", algo: admit.FixedWindow, coarse: true, rule: fwRule, steady: fwSteadyRule, single: asLimiter(admitatomic.NewFixedWindow), keyed: admitatomic.New},
 	{impl: "locked", algo: admit.FixedWindow, coarse: true, rule: fwRule, steady: fwSteadyRule, single: locked.NewLimiter, keyed: locked.New},
 	{impl: "atomic-packed", algo: admit.SlidingCounter, rule: scPackedRule, memory: scPackedMemRule, single: admitatomic.NewLimiter, keyed: admitatomic.New},
-	{impl: "atomic-snapshot", algo: admit.SlidingCounter, coarse: true, rule: scSnapRule, deny: scSnapDenyRule, steady: scSteadyRule, single: admitatomic.NewLimiter, keyed: admitatomic.New},
+	// atomic.New refuses a sliding counter whose state does not pack (the
+	// sharded row keeps it): the snapshot counter is single-key only.
+	{impl: "atomic-snapshot", algo: admit.SlidingCounter, coarse: true, rule: scSnapRule, deny: scSnapDenyRule, steady: scSteadyRule, single: admitatomic.NewLimiter},
 	{impl: "locked", algo: admit.SlidingCounter, coarse: true, rule: scSnapRule, steady: scSteadyRule, single: locked.NewLimiter, keyed: locked.New},
 	{impl: "locked", algo: admit.SlidingLog, rule: slRule, churn: slKeyedRule, steady: slKeyedRule, memory: slMemRule, single: locked.NewLimiter, keyed: locked.New},
 }
@@ -331,9 +333,9 @@ func (f admitForm) keyedRow(c admitClock) KeyedRow {
 
 // admitKeyed is the row of an admit keyed variant built by factory, with the
 // rule for each mode and use. evict, when not nil, returns the options that
-// turn on idle-key eviction for an Env: the row then Evicts. A variant that
-// arrives later (the sharded store) is one more call of this function in
-// Keyeds.
+// turn on idle-key eviction for an Env: the row then Evicts. A variant
+// without a single-key form (the sharded store) is one more call of this
+// function in Keyeds.
 func admitKeyed(impl string, algo admit.Algorithm, factory policy.Factory, rule func(Mode, Use) admit.Rule, opts []admit.Option, evict func(Env) []admit.Option) KeyedRow {
 	return KeyedRow{
 		Impl: impl, Algo: algo.String(), Family: FamilyAdmit, Evicts: evict != nil,
@@ -442,15 +444,17 @@ func Singles() []SingleRow {
 func Keyeds() []KeyedRow {
 	var rows []KeyedRow
 	for _, f := range admitForms {
-		rows = append(rows, f.keyedRow(systemClock))
+		if f.keyed != nil {
+			rows = append(rows, f.keyedRow(systemClock))
+		}
 	}
 	for _, f := range admitForms {
-		if f.coarse && f.algo == admit.TokenBucket && f.impl != "atomic-snapshot" {
+		if f.keyed != nil && f.coarse && f.algo == admit.TokenBucket && f.impl != "atomic-snapshot" {
 			rows = append(rows, f.keyedRow(coarseClock))
 		}
 	}
-	// The sharded store has no single-key form: one keyed row per algorithm,
-	// with the locked rows' rules.
+	// The sharded store (the map store) has no single-key form: one keyed
+	// row per algorithm, with the locked rows' rules.
 	for _, f := range admitForms {
 		if f.impl == "locked" {
 			s := f

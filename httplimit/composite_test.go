@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/admit-go/admit"
-	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/httplimit"
 	"github.com/admit-go/admit/locked"
@@ -24,12 +23,12 @@ import (
 	"github.com/admit-go/admit/sharded"
 )
 
-// limitsStores are the NewLimits constructors of the three stores.
+// limitsStores are the NewLimits constructors of the stores that hold
+// composites (atomic has none).
 var limitsStores = []struct {
 	name  string
 	build func(admit.Limits, ...admit.Option) (admit.KeyedLimiter, error)
 }{
-	{"atomic", admitatomic.NewLimits},
 	{"locked", locked.NewLimits},
 	{"sharded", sharded.NewLimits},
 }

@@ -9,8 +9,10 @@ import (
 	"fmt"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/plumb"
+	"github.com/admit-go/admit/internal/table"
 	"github.com/admit-go/admit/sharded"
 )
 
@@ -70,17 +72,23 @@ func WithLimitsFactory(f LimitsFactory) admit.Option {
 	})
 }
 
-// defaultFactory is the variant a Service uses when no [WithFactory] option
-// chooses one: sharded.New, the keyed store for many keys (a Service keeps
-// one budget per user of each API), for every algorithm. It holds states
-// inline, so a Check allocates nothing for any rule, and it has the fewest
-// bytes per key (docs/design.md, "Which package to import").
-func defaultFactory(admit.Algorithm) Factory { return sharded.New }
+// defaultFactory is the variant a Service uses for rule when no
+// [WithFactory] option chooses one. A Service's limiters are keyed by user,
+// so it is a keyed store: atomic.New, the lock-free table, for the rules
+// whose state packs in its word (table.Packs, the test atomic.New makes),
+// and sharded.New for the others, the sliding log and the sliding counters
+// that do not pack (docs/design.md, "Which package to import").
+func defaultFactory(rule admit.Rule) Factory {
+	if table.Packs(rule) {
+		return atomic.New
+	}
+	return sharded.New
+}
 
 // defaultLimitsFactory is the variant a Service uses for composites when
-// neither [WithLimitsFactory] nor [WithFactory] chooses one: sharded's, for
-// the reasons of defaultFactory (its composite store, too, holds every
-// rule's state of a key inline).
+// neither [WithLimitsFactory] nor [WithFactory] chooses one: sharded's,
+// the map store, which holds every rule's state of a key in one state
+// (atomic has no keyed composite).
 var defaultLimitsFactory LimitsFactory = sharded.NewLimits
 
 // whicher is what Service.CheckNWhich calls on a composite's limiter:
@@ -97,7 +105,7 @@ func (b *builder) newLimiter(l admit.Limits) (admit.KeyedLimiter, whicher, error
 		r := l.At(0)
 		f := b.factory
 		if f == nil {
-			f = defaultFactory(r.Algorithm)
+			f = defaultFactory(r)
 		}
 		lim, err := f(r, b.opts...)
 		if err == nil && lim == nil {

@@ -27,7 +27,8 @@ func checkUntilDenied(s *policy.Service, user, api string) int {
 	return 1000
 }
 
-// variants are the keyed stores a Service builds its limiters from.
+// variants are the keyed stores a Service builds its limiters from (atomic
+// has no keyed composite: its composites are sharded's).
 var variants = []struct {
 	name   string
 	f      policy.Factory
@@ -35,7 +36,7 @@ var variants = []struct {
 }{
 	{"sharded", sharded.New, sharded.NewLimits},
 	{"locked", locked.New, locked.NewLimits},
-	{"atomic", admitatomic.New, admitatomic.NewLimits},
+	{"atomic", admitatomic.New, sharded.NewLimits},
 }
 
 // TestReloadFlipFlop is issue 25's scenario: on a frozen clock, a pair

@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/admit-go/admit"
+	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/locked"
 	"github.com/admit-go/admit/policy"
-	"github.com/admit-go/admit/sharded"
 )
 
 // The tests of Reload carrying state (WithCarry): the strategies' numbers,
@@ -259,7 +259,7 @@ func TestReloadRacingCall(t *testing.T) {
 	var mu sync.Mutex
 	var built []admit.KeyedLimiter
 	f := func(r admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
-		l, err := sharded.New(r, opts...)
+		l, err := admitatomic.New(r, opts...) // the table, whose pause point is after the state word's load
 		mu.Lock()
 		built = append(built, l)
 		mu.Unlock()

@@ -273,8 +273,9 @@ func TestServiceResetComposite(t *testing.T) {
 		opts []admit.Option
 	}{
 		{"default", compositeBook, nil},
-		// atomic has no sliding log: a sliding counter stands in for it.
-		{"atomic", strings.Replace(compositeBook, "sliding-log", "sliding-counter", 1), []admit.Option{policy.WithFactory(admitatomic.New), policy.WithLimitsFactory(admitatomic.NewLimits)}},
+		// atomic has no sliding log (a sliding counter stands in for it) and
+		// no keyed composite (sharded's builds them).
+		{"atomic", strings.Replace(compositeBook, "sliding-log", "sliding-counter", 1), []admit.Option{policy.WithFactory(admitatomic.New), policy.WithLimitsFactory(sharded.NewLimits)}},
 		{"locked", compositeBook, []admit.Option{policy.WithFactory(locked.New), policy.WithLimitsFactory(locked.NewLimits)}},
 	} {
 		t.Run(f.name, func(t *testing.T) {

@@ -160,9 +160,9 @@ func TestMoveBack(t *testing.T) {
 		{"sharded/fixed-window", "fixed-window,10,1h", "fixed-window,20,1h", single(sharded.New)},
 		{"sharded/sliding-log", "sliding-log,10,1h", "sliding-log,20,1h", single(sharded.New)},
 		{"atomic/token-bucket", "token-bucket,10,1h", "token-bucket,20,1h", single(admitatomic.New)},
+		{"atomic/fixed-window", "fixed-window,10,1h", "fixed-window,20,1h", single(admitatomic.New)},
 		{"locked/composite", compLo, compHi, composite(locked.NewLimits)},
 		{"sharded/composite", compLo, compHi, composite(sharded.NewLimits)},
-		{"atomic/composite", compLo, compHi, composite(admitatomic.NewLimits)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

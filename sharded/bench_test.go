@@ -32,13 +32,25 @@ type impl struct {
 
 func all(admit.Algorithm) bool { return true }
 
+// impls are the keyed stores: sharded's map store, atomic's table (the
+// rules it takes: benchRule's sliding counter packs), each with full and
+// with hashed keys, and locked's map under one mutex.
 var impls = []impl{
 	{"sharded", sharded.New, all},
-	{"sharded-hashed", func(r admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
-		return sharded.New(r, append(opts, admit.WithHashedKeys())...)
-	}, all},
+	{"sharded-hashed", withHashedKeys(sharded.New), all},
 	{"locked", locked.New, all},
-	{"atomic", admitatomic.New, func(a admit.Algorithm) bool { return a != admit.SlidingLog }},
+	{"atomic", admitatomic.New, notLog},
+	{"atomic-hashed", withHashedKeys(admitatomic.New), notLog},
+}
+
+func notLog(a admit.Algorithm) bool { return a != admit.SlidingLog }
+
+// withHashedKeys returns newLim with admit.WithHashedKeys added to its
+// options.
+func withHashedKeys(newLim func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error)) func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error) {
+	return func(r admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
+		return newLim(r, append(opts, admit.WithHashedKeys())...)
+	}
 }
 
 // benchRule is the rule of the throughput benchmarks: a limit most calls

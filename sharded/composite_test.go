@@ -56,7 +56,7 @@ func mustLimits(t testing.TB, text string) admit.Limits {
 }
 
 // TestLimitsOfOneRule: a Limits of one rule gets exactly what New returns
-// for the rule, the lock-free table included, with every option.
+// for the rule, with every option.
 func TestLimitsOfOneRule(t *testing.T) {
 	for _, text := range []string{"token-bucket,3,1s", "fixed-window,3,1s", "sliding-log,3,1s", "sliding-counter,3,1s"} {
 		for _, hashed := range []bool{false, true} {

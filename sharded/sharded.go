@@ -4,16 +4,15 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/mapstore"
 	"github.com/admit-go/admit/internal/plumb"
-	"github.com/admit-go/admit/internal/table"
 )
 
 // New returns a keyed limiter enforcing rule independently for every key,
-// with its keys in hash shards and idle-key eviction; see the package
-// documentation. It supports all four algorithms and honours every option:
-// [admit.WithShards], [admit.WithMaxKeys], [admit.WithHashedKeys] and
-// [admit.WithClock]. The error wraps [admit.ErrInvalidRule] or
-// [admit.ErrInvalidOption]. The limiter is always an [admit.Store] and an
-// [admit.StatsReporter].
+// with its keys in hash shards, each under its own mutex, and idle-key
+// eviction; see the package documentation. It supports all four algorithms
+// and honours every option: [admit.WithShards], [admit.WithMaxKeys],
+// [admit.WithHashedKeys] and [admit.WithClock]. The error wraps
+// [admit.ErrInvalidRule] or [admit.ErrInvalidOption]. The limiter is always
+// an [admit.Store] and an [admit.StatsReporter].
 func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
 	if err := rule.Validate(); err != nil {
 		return nil, err // already "admit: invalid …: …"
@@ -22,8 +21,5 @@ func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
 	if err != nil {
 		return nil, err // already "admit: invalid …: …"
 	}
-	if table.Packs(rule) {
-		return table.New(rule, set), nil // one word per state: the lock-free table
-	}
-	return mapstore.New(rule, set), nil // the sliding log, wide sliding counters
+	return mapstore.New(rule, set), nil
 }

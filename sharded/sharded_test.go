@@ -7,10 +7,15 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/conformance"
+	"github.com/admit-go/admit/internal/mapstore"
 	"github.com/admit-go/admit/sharded"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// hooks gives the conformance suite its view of a sharded store, the map
+// store (internal/mapstore).
+var hooks = &conformance.StoreHooks{EvictAt: mapstore.EvictAt, Pause: mapstore.Pause}
 
 func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Variant{

@@ -11,7 +11,7 @@ import (
 
 // The churn workloads: keys hammered in one shard (WithShards(1)) while new
 // keys are created in that shard among their requests, so that the shard's
-// store grows during the race (in sharded's lock-free table, a rebuild that
+// store grows during the race (in atomic's lock-free table, a rebuild that
 // freezes and moves every key, hot ones included, while calls on them are
 // between their load and their CAS; elsewhere a map's growth); and the same
 // with a sweeper evicting the idle keys as fast as it can and the clock
@@ -33,7 +33,7 @@ func churnKey(p, i int) string {
 }
 
 // churnFresh is how many keys a churn workload creates per phase: 192 (128
-// with -short), for which sharded's table, from empty or from its least
+// with -short), for which atomic's table, from empty or from its least
 // size (8 slots, after a sweep), is rebuilt 13 or 14 times (11 or 12) as it
 // grows by about 1.25× a time to hold them.
 func churnFresh() int { return budget{full: 192, short: 128}.get() }
@@ -73,7 +73,7 @@ func keysMidRaceWorkload(rule admit.Rule, fresh int) *workload {
 // during every burst and the clock moved between phases to where the keys
 // created in the previous phase are idle and the hot keys mostly not
 // (resizeSteps): the sweeper evicts the new keys at the start of the burst,
-// the store shrinks (sharded's table once it holds fewer keys than an
+// the store shrinks (atomic's table once it holds fewer keys than an
 // eighth of its slots), and grows again as the burst creates more, while
 // the hot keys are hammered throughout.
 func resizeWorkload(rule admit.Rule, s *subject, fresh int) *workload {

@@ -45,9 +45,10 @@ func mustLimits(text string) admit.Limits {
 // within 10 to 100ms) under a long one (a second), in both orders, since a
 // composite decides its rules in order (with the short rule last it binds
 // in almost every phase; first, the long rule binds only once a second's
-// budget is spent). In the atomic variant the two-rule composites take the
-// pair form (two words, one 16-byte CAS) and three rules the snapshot; the
-// composite with a sliding log runs in the other variants only.
+// budget is spent). In the atomic variant, which has single-key composites
+// only, the two-rule composites take the pair form (two words, one 16-byte
+// CAS) and three rules the snapshot; the composite with a sliding log runs
+// in the other variants only.
 var compositeCases = []limitsCase{
 	{"tb+fw", mustLimits("token-bucket,5,100ms + fixed-window,12,1s")},
 	{"fw+tb", mustLimits("fixed-window,12,1s + token-bucket,5,100ms")},

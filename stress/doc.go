@@ -24,7 +24,7 @@
 // sharded, each with its keyed New and, where it has one, its single-key
 // NewLimiter. Every test runs over every row, every algorithm (in a packed
 // and an unpacked form where the variants have both; the churn workloads
-// over the rules sharded keeps in its lock-free table) and both shapes, and
+// over the rules atomic keeps in its lock-free table) and both shapes, and
 // skips a combination only when the constructor says admit.ErrUnsupported.
 // The workloads are a hot key; many keys colliding in one shard, with new
 // keys created during the race; eviction with the clock moved to the exact
@@ -32,7 +32,7 @@
 // below the number of keys; the churn workloads (churn_test.go), with
 // WithShards(1), full and hashed keys (WithHashedKeys): hot keys hammered
 // while hundreds of new keys per burst are created among their requests in
-// the same shard, so that the store grows under them (sharded's table is
+// the same shard, so that the store grows under them (atomic's table is
 // rebuilt a dozen times as it grows from empty, each rebuild moving the hot
 // keys while calls on them are between their load and their CAS), and the
 // same with a sweeper and the clock moved to where the previous burst's
@@ -72,8 +72,10 @@
 // admissions, and every successful cancellation must be the first of its
 // reservation, on its key, before any call saw its tokens due.
 //
-// TestLostUpdate finds a lost update without the tag: in atomic and
-// sharded, for every form of state and every path (Allow, AllowN,
+// TestLostUpdate finds a lost update without the tag: in atomic's
+// single-key limiters and, for each rule, the keyed store that holds it
+// (atomic's table, or sharded's map store), for every form of state and
+// every path (Allow, AllowN,
 // ReserveN, reservations mixed with Allow), it hammers one fresh state per
 // round on a frozen clock from goroutines (GOMAXPROCS at least 2) that
 // start from a spin barrier, each on a CPU of its own (on Linux), and keep
@@ -87,7 +89,7 @@
 // and requires that a final reservation waits exactly as long as after as
 // many tokens taken by one goroutine. TestLostUpdateRetire races the
 // compare-and-swaps that retire a state (an eviction, a Reload's Take, a
-// table rebuild's freeze, atomic's Reset) with admissions on it.
+// table rebuild's freeze, all in atomic's table) with admissions on it.
 // tools/mutants plants a Store in place of each compare-and-swap of atomic
 // and internal/table and counts how often the package catches it
 // (docs/stress.md).
@@ -97,7 +99,7 @@
 // window that a stale reading resets backwards, a store whose sweeper deletes
 // without checking again, a composite that keeps each rule in its own atomic
 // word and charges the rules one CAS at a time) and, in builds with -tags
-// admitstress, on sharded.New with a bug planted in its table
+// admitstress, on atomic.New with a bug planted in its table
 // (table.PlantUnfrozenRebuild: rebuilds that copy each state word without
 // the CAS that freezes it), under the churn workloads, and fails unless the
 // harness catches each;

@@ -13,6 +13,7 @@ import (
 	"github.com/admit-go/admit"
 	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/clock"
+	"github.com/admit-go/admit/internal/table"
 )
 
 // The lost-update cell (TestLostUpdate) hunts the tempting wrong version of
@@ -50,20 +51,38 @@ type luRule struct {
 }
 
 var luRules = []luRule{
-	// A token every millisecond: atomic's packed word in nanoseconds.
+	// A token every millisecond: a packed word in nanoseconds.
 	{"tb", mustLimits("token-bucket,1024,1024ms"), []int{1, 2}},
-	// A token every 6.8359375ms: atomic's word in scaled units.
+	// A token every 6.8359375ms: a word in scaled units.
 	{"tb-frac", mustLimits("token-bucket,1024,7s"), []int{1, 3}},
 	{"fw", mustLimits("fixed-window,1024,1s"), []int{1, 2}},
 	{"sc", mustLimits("sliding-counter,1024,1s"), []int{1, 2}},
-	// Limit >= 2^16: atomic's snapshot counter; requests of 64 keep the
-	// round at about luRound calls.
+	// Limit >= 2^16: atomic's single-key snapshot counter, and sharded's
+	// map store; requests of 64 keep the round at about luRound calls.
 	{"sc-wide", mustLimits("sliding-counter,70000,1m"), []int{64, 65}},
-	// Two rules: atomic's pair form (one 16-byte CAS), reservable and not.
+	// Two rules: atomic's single-key pair form (one 16-byte CAS),
+	// reservable and not, and sharded's map store.
 	{"tb+tb", mustLimits("token-bucket,1024,1024ms + token-bucket,2048,1s"), []int{1, 2}},
 	{"tb+fw", mustLimits("token-bucket,1024,1024ms + fixed-window,2048,1s"), []int{1, 2}},
-	// Three rules: atomic's snapshot composite.
+	// Three rules: atomic's single-key snapshot composite.
 	{"tb+fw+sc", mustLimits("token-bucket,1024,1024ms + fixed-window,2048,1s + sliding-counter,4096,1s"), []int{1, 2}},
+}
+
+// luCells are the subjects of a rule's cells: atomic's single-key limiter,
+// and the keyed store that holds the rule, atomic's table for one rule
+// whose state packs in its word, sharded's map store for the others.
+func luCells(limits admit.Limits) []struct {
+	v     variant
+	shape string
+} {
+	keyed := variantNamed("sharded")
+	if limits.Len() == 1 && table.Packs(limits.At(0)) {
+		keyed = variantNamed("atomic")
+	}
+	return []struct {
+		v     variant
+		shape string
+	}{{variantNamed("atomic"), "single"}, {keyed, "keyed"}}
 }
 
 // luSubject is a way to make fresh states of one limiter: fresh returns a
@@ -129,17 +148,16 @@ func TestLostUpdate(t *testing.T) {
 	// 2 cores).
 	const g = 2
 
-	// The variants that publish states by compare-and-swap: locked decides
-	// under a mutex, whose goroutines the lag bound below would make wait
-	// for each other's wake-ups; the phased workloads cover it.
-	for _, v := range []variant{variantNamed("atomic"), variantNamed("sharded")} {
-		for _, shape := range []string{"single", "keyed"} {
-			for _, rc := range luRules {
-				t.Run(fmt.Sprintf("variant=%s/shape=%s/rule=%s", v.name, shape, rc.name), func(t *testing.T) {
-					s := luBuild(t, v, shape, rc.limits)
-					luRun(t, s, rc, g)
-				})
-			}
+	// The variants that publish states by compare-and-swap (luCells):
+	// locked decides under a mutex, whose goroutines the lag bound below
+	// would make wait for each other's wake-ups; the phased workloads
+	// cover it.
+	for _, rc := range luRules {
+		for _, c := range luCells(rc.limits) {
+			t.Run(fmt.Sprintf("variant=%s/shape=%s/rule=%s", c.v.name, c.shape, rc.name), func(t *testing.T) {
+				s := luBuild(t, c.v, c.shape, rc.limits)
+				luRun(t, s, rc, g)
+			})
 		}
 	}
 	// The first calls on a fresh state: small budgets, many rounds. In a
@@ -149,13 +167,11 @@ func TestLostUpdate(t *testing.T) {
 	// first's next calls publish lock-free; a single-key limiter's first
 	// calls race on its initial word. Each round has one such race, so it
 	// takes many rounds to see it.
-	for _, v := range []variant{variantNamed("atomic"), variantNamed("sharded")} {
-		for _, shape := range []string{"single", "keyed"} {
-			for _, rc := range luFirstRules {
-				t.Run(fmt.Sprintf("variant=%s/shape=%s/rule=%s/first", v.name, shape, rc.name), func(t *testing.T) {
-					luFirst(t, luBuild(t, v, shape, rc.limits), rc, g)
-				})
-			}
+	for _, rc := range luFirstRules {
+		for _, c := range luCells(rc.limits) {
+			t.Run(fmt.Sprintf("variant=%s/shape=%s/rule=%s/first", c.v.name, c.shape, rc.name), func(t *testing.T) {
+				luFirst(t, luBuild(t, c.v, c.shape, rc.limits), rc, g)
+			})
 		}
 	}
 	// atomic's snapshot token bucket, which no constructor of the variants
@@ -587,12 +603,10 @@ func TestLostUpdateHeld(t *testing.T) {
 	procs := max(runtime.GOMAXPROCS(0), 2)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 	limits := mustLimits(fmt.Sprintf("token-bucket,%d,%dms", luHeldBurst, luHeldBurst))
-	for _, v := range []variant{variantNamed("atomic"), variantNamed("sharded")} {
-		for _, shape := range []string{"single", "keyed"} {
-			t.Run(fmt.Sprintf("variant=%s/shape=%s", v.name, shape), func(t *testing.T) {
-				luHeldRun(t, luBuild(t, v, shape, limits))
-			})
-		}
+	for _, c := range luCells(limits) {
+		t.Run(fmt.Sprintf("variant=%s/shape=%s", c.v.name, c.shape), func(t *testing.T) {
+			luHeldRun(t, luBuild(t, c.v, c.shape, limits))
+		})
 	}
 	t.Run("variant=atomic/shape=snapshot", func(t *testing.T) {
 		luHeldRun(t, luSubject{name: "atomic.NewTokenBucketSnapshot", fresh: func() luState {

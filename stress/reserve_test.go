@@ -272,7 +272,7 @@ func reserverOf(t *testing.T, v variant, keyed bool, rule admit.Rule, clk *stres
 }
 
 // reserveRules: a token every 10ms, and one every 166.67ms (a fraction of a
-// nanosecond: atomic's snapshot form).
+// nanosecond: scaled units in a packed word).
 var reserveRules = []ruleCase{manyRules[0], manyRules[1]}
 
 // TestReservations runs the workload above over every variant, both shapes

@@ -9,16 +9,16 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/hook"
-	"github.com/admit-go/admit/sharded"
 )
 
 // The reset workload: one hot key hammered by every goroutine on a frozen
 // clock, so that each of its budgets is spent exactly and never refills; a
 // resetter that, each time the key's budget is spent, resets it; and
 // inserters that create new keys in the same shard (WithShards(1)), so that
-// the store grows (sharded's table is rebuilt, freezing and moving the hot
+// the store grows (atomic's table is rebuilt, freezing and moving the hot
 // key) while resets race the hammer. Each reset gives exactly one fresh
 // budget, so after R resets exactly (R+1)·Limit admissions pass: more is a
 // reset counted twice or an admission lost to one, fewer a reset lost.
@@ -177,7 +177,7 @@ func TestSelfTestLostReset(t *testing.T) {
 	const trials = 20
 	for trial := 1; trial <= trials; trial++ {
 		_, done := widen(uint64(trial), 200)
-		lim, err := sharded.New(rule, admit.WithShards(1), admit.WithClock(clock.NewFake()))
+		lim, err := admitatomic.New(rule, admit.WithShards(1), admit.WithClock(clock.NewFake()))
 		if err != nil {
 			done()
 			t.Fatal(err)

@@ -16,7 +16,6 @@ import (
 	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/migrate"
 	"github.com/admit-go/admit/policy"
-	"github.com/admit-go/admit/sharded"
 )
 
 // The retirement cell (TestLostUpdateRetire) hunts the Load+Store mutant of
@@ -55,49 +54,31 @@ type rtRule struct {
 // at a frozen reading.
 const rtBudget = 4
 
-// rtEvictRules reach each cell type of atomic's keyed store, and the table.
+// rtEvictRules reach each state word of atomic's table.
 var rtEvictRules = []rtRule{
 	{"tb", admit.Rule{Algorithm: admit.TokenBucket, Limit: rtBudget, Window: time.Second}, 1, "packed token bucket"},
 	{"fw", admit.Rule{Algorithm: admit.FixedWindow, Limit: rtBudget, Window: time.Second}, 1, "packed fixed window"},
 	{"sc", admit.Rule{Algorithm: admit.SlidingCounter, Limit: rtBudget, Window: time.Second}, 1, "packed sliding counter"},
-	// Limit >= 2^16: atomic's snapshot counter, in requests of a quarter.
-	{"sc-wide", admit.Rule{Algorithm: admit.SlidingCounter, Limit: 70000, Window: time.Minute}, 17500, "snapshot sliding counter"},
 }
 
-// TestLostUpdateRetire runs the three retirements' rounds: eviction by
-// Sweep in atomic's keyed store and sharded's table, a Reload's Take in
-// both, and the table's rebuild (freeze) in sharded.
+// TestLostUpdateRetire runs the three retirements' rounds on atomic's
+// table, where a slot is retired by a CAS to the tombstone: eviction by
+// Sweep, a Reload's Take, and the table's rebuild (freeze). (sharded's map
+// store retires a key under its shard's mutex, which every call on the key
+// holds too.)
 func TestLostUpdateRetire(t *testing.T) {
 	procs := max(runtime.GOMAXPROCS(0), 2)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-	for _, v := range []variant{variantNamed("atomic"), variantNamed("sharded")} {
-		for _, rc := range rtEvictRules {
-			if v.name == "sharded" && rc.name == "sc-wide" {
-				continue // not a table: sharded keeps it in a map store
-			}
-			t.Run(fmt.Sprintf("evict/variant=%s/rule=%s", v.name, rc.name), func(t *testing.T) {
-				rtEvictRun(t, v, rc, false)
-			})
-		}
-	}
-	// atomic's Reset is lock-free; the table's runs under the shard's
-	// mutex, which every retirement of a slot holds too.
 	for _, rc := range rtEvictRules {
-		t.Run(fmt.Sprintf("reset/variant=atomic/rule=%s", rc.name), func(t *testing.T) {
-			rtEvictRun(t, variantNamed("atomic"), rc, true)
+		t.Run(fmt.Sprintf("evict/variant=atomic/rule=%s", rc.name), func(t *testing.T) {
+			rtEvictRun(t, variantNamed("atomic"), rc)
 		})
 	}
-	t.Run("freeze/variant=sharded", rtFreezeRun)
-	for _, fc := range []serviceFactory{{"atomic", admitatomic.New}, {"sharded", sharded.New}} {
-		for _, alg := range []string{"token-bucket", "fixed-window", "sliding-counter", "sliding-counter-wide"} {
-			if fc.name == "sharded" && alg != "fixed-window" {
-				continue // the table's Take is one CAS for every algorithm
-			}
-			t.Run(fmt.Sprintf("take/variant=%s/alg=%s", fc.name, alg), func(t *testing.T) {
-				rtTakeRun(t, fc, alg)
-			})
-		}
-	}
+	t.Run("freeze/variant=atomic", rtFreezeRun)
+	// The table's Take is one CAS for every algorithm.
+	t.Run("take/variant=atomic/alg=fixed-window", func(t *testing.T) {
+		rtTakeRun(t, serviceFactory{"atomic", admitatomic.New}, "fixed-window")
+	})
 }
 
 // rtEvictRounds is how many rounds each eviction subject runs, and
@@ -113,28 +94,21 @@ const rtEvictKeys = 16
 const rtEvictStoreRounds = 32
 
 // rtEvictRun runs the eviction rounds of rc on v's keyed store. In each
-// round, on one store with one ring (one shard), rtEvictKeys new keys are
+// round, on one store of one shard, rtEvictKeys new keys are
 // admitted once at a reading, and the clock is moved past two windows and
 // the eviction's slack, so that every key's state is fresh (full) but not
 // the zero word. Then one goroutine Sweeps while the other calls AllowN
 // once on each key, in the reverse of the order the keys were stored (a
-// ring's order), so that the two meet at some key whatever their speeds;
+// sweep's order), so that the two meet at some key whatever their speeds;
 // they are released from a spin barrier, one of them after a delay that
 // changes from round to round. A key's admission in the round plus a drain
 // must be its budget: an admission the sweep's tombstone overwrote is
 // forgotten, and the key is admitted a budget more.
-//
-// With reset, the goroutine calls Reset on each key right before its
-// AllowN: atomic's Reset swaps the cell's state for the zero word by a CAS
-// from the state it loaded; a Store in its place, after an eviction's
-// tombstone, revives the cell while the sweep has yet to unlink it, and
-// the AllowN right after admits on a cell that then leaves the map.
-func rtEvictRun(t *testing.T, v variant, rc rtRule, reset bool) {
+func rtEvictRun(t *testing.T, v variant, rc rtRule) {
 	c := clock.NewFake()
 	c.Set(time.Hour)
 	var l admit.KeyedLimiter
 	var store admit.Store
-	var resetter admit.Resetter
 	build := func() {
 		var err error
 		l, err = v.keyed(rc.rule, admit.WithClock(c), admit.WithShards(1))
@@ -144,9 +118,6 @@ func rtEvictRun(t *testing.T, v variant, rc rtRule, reset bool) {
 		var ok bool
 		if store, ok = l.(admit.Store); !ok {
 			t.Fatalf("%s(%v) is not an admit.Store", v.name, rc.rule)
-		}
-		if resetter, ok = l.(admit.Resetter); reset && !ok {
-			t.Fatalf("%s(%v) is not an admit.Resetter", v.name, rc.rule)
 		}
 	}
 	past := 2*rc.rule.Window + evict.Slack + time.Millisecond
@@ -168,9 +139,6 @@ func rtEvictRun(t *testing.T, v variant, rc rtRule, reset bool) {
 		c.Advance(past)
 		rtRace(round, func() { store.Sweep() }, func() {
 			for i := len(keys) - 1; i >= 0; i-- {
-				if reset {
-					resetter.Reset(keys[i])
-				}
 				if l.AllowN(keys[i], rc.n).Allowed {
 					got[i].Add(1)
 				}
@@ -180,18 +148,11 @@ func rtEvictRun(t *testing.T, v variant, rc rtRule, reset bool) {
 			left := luDrain(func() bool { return l.AllowN(k, rc.n).Allowed }, 4*rtBudget)
 			if n := int(got[i].Load()) + left; n != rtBudget {
 				what := "an admission the eviction overwrote (the tombstone published with a Store)"
-				if reset {
-					what = "an admission on a cell that Reset revived after an eviction buried it (Reset published with a Store), or one the eviction overwrote"
-				}
 				if n < rtBudget {
 					what = "budget lost"
 				}
-				did := "AllowN"
-				if reset {
-					did = "Reset and AllowN"
-				}
-				t.Fatalf("%s %s (%s), round %d: key %q, fresh at a frozen reading, was admitted %d requests of %d by %s while a Sweep ran and %d after it, where a fresh key admits %d: %s",
-					v.name, rc.name, rc.cells, round+1, k, got[i].Load(), rc.n, did, left, rtBudget, what)
+				t.Fatalf("%s %s (%s), round %d: key %q, fresh at a frozen reading, was admitted %d requests of %d by AllowN while a Sweep ran and %d after it, where a fresh key admits %d: %s",
+					v.name, rc.name, rc.cells, round+1, k, got[i].Load(), rc.n, left, rtBudget, what)
 			}
 		}
 	}
@@ -234,7 +195,7 @@ var rtFreezeRounds = budget{full: 64, short: 24}
 
 const rtFreezeKeys = 128
 
-// rtFreezeRun races admissions on one key of sharded's table with the
+// rtFreezeRun races admissions on one key of atomic's table with the
 // rebuilds that insertions of new keys into the same shard cause: each
 // rebuild freezes every slot by a CAS to the tombstone and copies the state
 // it held into the new table. Per round, on a new store of one shard at a
@@ -249,7 +210,7 @@ func rtFreezeRun(t *testing.T) {
 	const limit = 1 << 20
 	rule := admit.Rule{Algorithm: admit.TokenBucket, Limit: limit, Window: time.Second}
 	for round := range rtFreezeRounds.get() {
-		l, err := sharded.New(rule, admit.WithClock(luClock()), admit.WithShards(1))
+		l, err := admitatomic.New(rule, admit.WithClock(luClock()), admit.WithShards(1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,7 +247,7 @@ func rtFreezeRun(t *testing.T) {
 			if got+left < limit {
 				what = "budget lost"
 			}
-			t.Fatalf("sharded table, round %d: a key of budget %d at a frozen reading was admitted %d times while %d other keys were inserted into its shard (growing its table), and %d after, where a fresh key admits %d: %s",
+			t.Fatalf("atomic's table, round %d: a key of budget %d at a frozen reading was admitted %d times while %d other keys were inserted into its shard (growing its table), and %d after, where a fresh key admits %d: %s",
 				round+1, limit, got, rtFreezeKeys, left, limit, what)
 		}
 	}
@@ -313,8 +274,6 @@ func rtTakeBooks(t *testing.T, alg string) (a, b *policy.Book, n, want int) {
 		limit = 1e6
 	case "sliding-counter":
 		limit, w1, w2 = 60000, "1m", "2m" // packed: Limit < 2^16, a long enough window
-	case "sliding-counter-wide":
-		alg = "sliding-counter" // Limit >= 2^16: atomic's snapshot counter
 	}
 	parse := func(window string) *policy.Book {
 		bk, err := policy.Parse(strings.NewReader(fmt.Sprintf("default = %s,%d,%s\n", alg, limit, window)))

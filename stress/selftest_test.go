@@ -31,7 +31,7 @@ type selfTestCase struct {
 }
 
 // TestSelfTest runs the harness against the broken limiters of broken_test.go,
-// and against sharded.New with the bug planted in its table
+// and against atomic.New with the bug planted in its table
 // (unfrozenRebuildCases), and requires that it FAILS on each, through the
 // oracle named in want, within a bounded number of trials (each a full
 // workload with its own seed). A harness that has never caught a bug proves
@@ -170,7 +170,7 @@ func TestSelfTest(t *testing.T) {
 	})
 }
 
-// unfrozenRebuildCases are the self-tests of the bug planted in sharded's
+// unfrozenRebuildCases are the self-tests of the bug planted in atomic's
 // lock-free table (table.PlantUnfrozenRebuild, in builds with the tag
 // admitstress only): a rebuild that copies each key's state word without
 // the CompareAndSwap that freezes it. A call that loaded the old table and
@@ -179,7 +179,7 @@ func TestSelfTest(t *testing.T) {
 // state and admit beyond the rule. The churn workloads create keys (and
 // the resize workload also evicts them) in the one shard whose hot keys are
 // being hammered, so that the table is rebuilt many times during every
-// burst; the real sharded.New with WithShards(1) is the subject, with a
+// burst; the real atomic.New with WithShards(1) is the subject, with a
 // token bucket and a fixed window. Without the tag, the bug does not exist
 // and the cases skip.
 func unfrozenRebuildCases() []selfTestCase {
@@ -208,8 +208,8 @@ func unfrozenRebuildCases() []selfTestCase {
 				opts: func(*testing.T) verifyOptions { return verifyOptions{} },
 				build: func(t *testing.T, s *subject) func(*stressClock) subject {
 					return func(clk *stressClock) subject {
-						*s = newKeyedSubject(t, variantNamed("sharded"), rc.rule, clk, admit.WithShards(1))
-						s.name = "sharded.New with the unfrozen rebuild planted"
+						*s = newKeyedSubject(t, variantNamed("atomic"), rc.rule, clk, admit.WithShards(1))
+						s.name = "atomic.New with the unfrozen rebuild planted"
 						return *s
 					}
 				},

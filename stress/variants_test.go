@@ -46,10 +46,11 @@ func variantNamed(name string) variant {
 }
 
 // ruleCase is a rule the stress tests use, named for subtests. Each
-// algorithm appears with a rule whose state packs into one word in the
-// atomic and sharded variants and, where the variants have a second form, a
-// rule that does not (a token every 16.67ms is not whole nanoseconds; a
-// sliding counter of Limit >= 2^16 does not pack), so both forms are covered.
+// algorithm appears with a rule whose state packs into one word in atomic's
+// limiters and table and, where the variants have a second form, a rule
+// that does not (a token every 16.67ms is not whole nanoseconds; a sliding
+// counter of Limit >= 2^16 does not pack: atomic's single-key snapshot, and
+// a rule atomic.New refuses), so both forms are covered.
 type ruleCase struct {
 	name string
 	rule admit.Rule
@@ -137,8 +138,8 @@ func newSingleSubject(t *testing.T, v variant, rule admit.Rule, clk *stressClock
 // viaAllow returns a subject's allow that sends every other request for 1
 // (in the order the calls reach it, from any goroutine) to allow1, a
 // limiter's Allow, and the rest to allowN, its AllowN. Several variants
-// write Allow out apart from AllowN (the one-token path of atomic's cells
-// and of sharded's token-bucket table), and both must race on the same
+// write Allow out apart from AllowN (the one-token path of atomic's
+// single-key cells and of its table), and both must race on the same
 // keys: a request's path is not a function of its key.
 func viaAllow(allow1 func(string) admit.Decision, allowN func(string, int) admit.Decision) func(string, int) admit.Decision {
 	var ones atomic.Uint64

@@ -36,6 +36,12 @@ type Variant struct {
 	// Supports reports whether the variant implements an algorithm; for the
 	// others its constructors must return an error wrapping admit.ErrUnsupported.
 	Supports func(admit.Algorithm) bool
+	// Takes, when not nil, reports whether New takes a rule of an algorithm
+	// the variant supports: New must refuse the others with an error
+	// wrapping admit.ErrUnsupported (atomic's table refuses the sliding
+	// counters whose state does not pack in its word). NewLimiter must take
+	// every rule of a supported algorithm. nil: New takes every one.
+	Takes func(admit.Rule) bool
 	// AllowAllocs is the most allocations one admitted Allow on an existing key
 	// may make (0 for mutex and packed-word variants).
 	AllowAllocs float64
@@ -285,6 +291,30 @@ func drawRule(rt *rapid.T, alg admit.Algorithm) admit.Rule {
 	return admit.Rule{Algorithm: alg, Limit: limit, Window: window}
 }
 
+// takes reports whether v's New takes rule (see Variant.Takes).
+func (v Variant) takes(rule admit.Rule) bool { return v.Takes == nil || v.Takes(rule) }
+
+// drawTaken draws a rule as drawRule does, among those v's New takes.
+func drawTaken(rt *rapid.T, v Variant, alg admit.Algorithm) admit.Rule {
+	if v.Takes == nil {
+		return drawRule(rt, alg)
+	}
+	return rapid.Custom(func(rt *rapid.T) admit.Rule { return drawRule(rt, alg) }).Filter(v.Takes).Draw(rt, "rule")
+}
+
+// newTaken builds v's keyed limiter of rule, or, for a rule v's New does
+// not take, checks that New refuses it with admit.ErrUnsupported and
+// returns nil.
+func newTaken(t require.TestingT, v Variant, rule admit.Rule, opts ...admit.Option) admit.KeyedLimiter {
+	lim, err := v.New(rule, opts...)
+	if !v.takes(rule) {
+		require.ErrorIs(t, err, admit.ErrUnsupported, "New(%v): a rule the variant does not take", rule)
+		return nil
+	}
+	require.NoError(t, err, "New(%v)", rule)
+	return lim
+}
+
 // testDifferential drives the variant and the kernel oracle with the same
 // generated sequence of calls, keys and clock moves (forwards by small and huge
 // steps, and backwards), sequentially, and requires identical Decisions.
@@ -293,10 +323,10 @@ func testDifferential(t *testing.T, v Variant, alg admit.Algorithm) {
 		rule := drawRule(rt, alg)
 		fake := clock.NewFake()
 		fake.Set(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start")))
-		keyed, err := v.New(rule, admit.WithClock(fake))
-		require.NoError(rt, err)
+		keyed := newTaken(rt, v, rule, admit.WithClock(fake)) // nil: a rule New refuses, for the single key alone
 		var single admit.Limiter
 		if v.NewLimiter != nil {
+			var err error
 			single, err = v.NewLimiter(rule, admit.WithClock(fake))
 			require.NoError(rt, err)
 		}
@@ -317,8 +347,10 @@ func testDifferential(t *testing.T, v Variant, alg admit.Algorithm) {
 				key := rapid.SampledFrom(keys).Draw(rt, "key")
 				now := fake.Now()
 				exp := want.Allow(key, now, n)
-				if got := keyed.AllowN(key, n); got != exp {
-					rt.Fatalf("%s op %d: keyed AllowN(t=%v, %q, %d) = %+v, want %+v", rule, i, now, key, n, got, exp)
+				if keyed != nil {
+					if got := keyed.AllowN(key, n); got != exp {
+						rt.Fatalf("%s op %d: keyed AllowN(t=%v, %q, %d) = %+v, want %+v", rule, i, now, key, n, got, exp)
+					}
 				}
 				if single != nil && key == "a" {
 					// The single limiter mirrors key "a" of the keyed one.
@@ -364,7 +396,7 @@ func testKeyCopied(t *testing.T, v Variant, alg admit.Algorithm) {
 // key under the rewritten bytes: the key would get a fresh budget, the
 // rewritten key would inherit its state, and its reservation could no longer
 // be cancelled. Each algorithm runs with a small limit; the sliding counter
-// also with one too wide to pack into a word (sharded keeps it in a map).
+// also with one too wide to pack into a word (which atomic's table refuses).
 func testKeyBufferReused(t *testing.T, v Variant, alg admit.Algorithm) {
 	texts := map[admit.Algorithm][]string{
 		admit.TokenBucket:    {"token-bucket,4,1m", "token-bucket,3,10s"}, // a packed word, and a fraction
@@ -377,8 +409,10 @@ func testKeyBufferReused(t *testing.T, v Variant, alg admit.Algorithm) {
 			rule := mustRule(t, text)
 			fake := clock.NewFake()
 			fake.Set(time.Hour)
-			lim, err := v.New(rule, admit.WithClock(fake))
-			require.NoError(t, err)
+			lim := newTaken(t, v, rule, admit.WithClock(fake))
+			if lim == nil {
+				return // refused, as the variant says
+			}
 			bufA, bufB := []byte("key-1"), []byte("key-1")
 			keyA := unsafe.String(&bufA[0], len(bufA)) // stores the key
 			keyB := unsafe.String(&bufB[0], len(bufB)) // the same key, later, from another buffer
@@ -469,6 +503,9 @@ func testFrozenClockExact(t *testing.T, v Variant, alg admit.Algorithm) {
 func testAllocs(t *testing.T, v Variant, alg admit.Algorithm) {
 	fake := clock.NewFake()
 	rule := admit.Rule{Algorithm: alg, Limit: 1 << 16, Window: time.Hour}
+	if !v.takes(rule) {
+		rule.Limit = kernel.MaxWordLimit // a sliding counter that packs, for a variant that packs only those
+	}
 	lim, err := v.New(rule, admit.WithClock(fake))
 	require.NoError(t, err)
 	lim.Allow("hot") // create the key (and a sliding log's ring)

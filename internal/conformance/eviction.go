@@ -39,7 +39,7 @@ func testEvictionEquivalence(t *testing.T, v Variant, alg admit.Algorithm) {
 	)
 	var evicted, legal int
 	rapid.Check(t, func(rt *rapid.T) {
-		rule := drawRule(rt, alg)
+		rule := drawTaken(rt, v, alg)
 		shards := rapid.SampledFrom([]int{1, 4, 64}).Draw(rt, "shards")
 		now := time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start"))
 		start := now
@@ -115,7 +115,7 @@ func testEvictionEquivalence(t *testing.T, v Variant, alg admit.Algorithm) {
 func testIncrementalEvictionEquivalence(t *testing.T, v Variant, alg admit.Algorithm) {
 	evicted := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		rule := drawRule(rt, alg)
+		rule := drawTaken(rt, v, alg)
 		fake := clock.NewFake()
 		fake.Set(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start")))
 		lim, err := v.New(rule, admit.WithClock(fake), admit.WithShards(1))

@@ -26,7 +26,7 @@ func testReserveAsAllow(t *testing.T, v Variant, alg admit.Algorithm) {
 		t.Skip("not an admit.KeyedReserver")
 	}
 	rapid.Check(t, func(rt *rapid.T) {
-		rule := drawRule(rt, alg)
+		rule := drawTaken(rt, v, alg)
 		fake := clock.NewFake()
 		fake.Set(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start")))
 		opts := []admit.Option{admit.WithClock(fake), admit.WithShards(1)}

@@ -101,7 +101,7 @@ func testReset(t *testing.T, v Variant, alg admit.Algorithm) {
 	})
 	t.Run("Differential", func(t *testing.T) {
 		rapid.Check(t, func(rt *rapid.T) {
-			rule := drawRule(rt, alg)
+			rule := drawTaken(rt, v, alg)
 			fake := clock.NewFake()
 			fake.Set(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start")))
 			lim, err := v.New(rule, admit.WithClock(fake))

@@ -14,15 +14,15 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/admit-go/admit"
+	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/conformance"
 	"github.com/admit-go/admit/internal/plumb"
 	"github.com/admit-go/admit/internal/table"
-	"github.com/admit-go/admit/sharded"
 )
 
-// The conformance suite runs on the table through sharded.New (package
-// sharded's tests); the tests here are the table's own: keys that live in
+// The conformance suite runs on the table through atomic.New (package
+// atomic's tests); the tests here are the table's own: keys that live in
 // and out of their slots, collisions in one shard, rebuilds during races,
 // and states past the packed word's horizon.
 
@@ -235,7 +235,7 @@ func TestInsertAfterShrink(t *testing.T) {
 	}
 }
 
-// TestStoredKeyTakesNoLock: sharded.New keeps a token bucket, a fixed
+// TestStoredKeyTakesNoLock: atomic.New keeps a token bucket, a fixed
 // window and a packed sliding counter in a table, and a call on a key the
 // table holds decides without its shard's mutex, by a CompareAndSwap on the
 // key's word (policy.Service's doc and docs/configuration.md, "The key
@@ -247,9 +247,9 @@ func TestStoredKeyTakesNoLock(t *testing.T) {
 		rule, err := admit.ParseRule(text)
 		require.NoError(t, err)
 		fake := clock.NewFake()
-		lim, err := sharded.New(rule, admit.WithClock(fake))
+		lim, err := admitatomic.New(rule, admit.WithClock(fake))
 		require.NoError(t, err)
-		require.True(t, table.IsTable(lim), "%v: sharded.New built no table", rule)
+		require.True(t, table.IsTable(lim), "%v: atomic.New built no table", rule)
 		keys := []string{"alice", "a key longer than fifteen bytes"}
 		for _, key := range keys {
 			require.True(t, lim.Allow(key).Allowed, "%v: first Allow(%q)", rule, key)

@@ -26,9 +26,8 @@
 //	go run ./tools/mutants -sites 'TokenBucket\).Allow' -runs 20 -modes short,full
 //
 // The site "none" is the unmutated tree: its count is the harness's false
-// alarm rate under the same conditions. The CAS on a store's pause hook
-// (a test-only handshake) and the monotone raise of a shared floor are not
-// state publishes and are left out.
+// alarm rate under the same conditions. The CAS on the table's pause hook
+// (a test-only handshake) is no state publish and is left out.
 package main
 
 import (
@@ -81,8 +80,8 @@ func store128(addr *satomic.Uint64, old0, old1, new0, new1 uint64) (cur0, cur1 u
 `
 
 // skipped are the CASes that publish no limiter state: the pause hook's
-// handshake (tests only) and a monotone maximum.
-var skipped = regexp.MustCompile(`\bpause\.CompareAndSwap|\.n\.CompareAndSwap`)
+// handshake (tests only).
+var skipped = regexp.MustCompile(`\bpause\.CompareAndSwap`)
 
 func main() {
 	list := flag.Bool("list", false, "list the sites and exit")

@@ -55,13 +55,14 @@ const (
 )
 
 // keyedImpls are the keyed stores measured, token buckets all: admit's
-// three stores (sharded also with admit.WithHashedKeys) and go-limiter, the
-// peer the keyed goals compare with.
+// three stores (atomic's table, locked's map, sharded's map store, also
+// with admit.WithHashedKeys) and go-limiter, the peer the keyed goals
+// compare with.
 var keyedImpls = []keyedImpl{
-	{"atomic-packed", "token-bucket", viaKeyedClock, "admitatomic.New"},
+	{"atomic-packed", "token-bucket", viaKeyedClock, "admitatomic.New (the lock-free table)"},
 	{"locked", "token-bucket", viaKeyedClock, "locked.New"},
-	{"sharded", "token-bucket", viaKeyedClock, "sharded.New"},
-	{bench.ShardedHashed, "token-bucket", viaKeyedClock, "sharded.New with admit.WithHashedKeys()"},
+	{"sharded", "token-bucket", viaKeyedClock, "sharded.New (the map store)"},
+	{bench.ShardedHashed, "token-bucket", viaKeyedClock, "sharded.New (the map store) with admit.WithHashedKeys()"},
 	{bench.GoLimiter, "token-bucket", viaKeyedNow, "memorystore Take on its own clock (time.now, a system call under valgrind)"},
 }
 
