@@ -63,11 +63,12 @@
 // limiter. They refuse at once, consuming nothing, when the context is done,
 // when the request can never pass, or when it could not pass before the
 // context's deadline. Token buckets, single-key ([Reserver]) or keyed
-// ([KeyedReserver], in every store), pace waiters by reservation: each waiter
+// ([Store.ReserveN], in every store), pace waiters by reservation: each waiter
 // is handed its own slot, so waiters proceed at the rule's rate instead of
 // waking together; a waiter cancelled before its slot gives it back if no
 // later waiter relies on it. The windows are polled at their exact
-// RetryAfter.
+// RetryAfter (a window's store reserves nothing ahead: its ReserveN refuses
+// with that wait).
 //
 // # Variants
 //

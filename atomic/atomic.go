@@ -7,39 +7,36 @@ import (
 	"github.com/admit-go/admit/internal/clockref"
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/plumb"
+	"github.com/admit-go/admit/internal/table"
 )
 
 // New returns a keyed limiter enforcing rule independently for every key,
-// lock-free: keys live in a concurrent hash map and each key's state is a
-// word or a snapshot swapped by CAS. It supports the token bucket, the fixed
-// window and the sliding counter; for the sliding log it returns an error
-// wrapping [admit.ErrUnsupported]. For many keys, package sharded is the
-// usual choice (fewer bytes per key, no allocation for any rule); New suits
-// a few keys that are each very hot.
+// lock-free: the open-addressing table of package sharded's one-word
+// states, one slot per key, each decision published by one compare-and-swap
+// on the slot's word, with no allocation per call. It supports every token
+// bucket and fixed window, and the sliding counters whose state packs in
+// one word; for the sliding log and the wider sliding counters it returns
+// an error wrapping [admit.ErrUnsupported] that names sharded.New, which
+// holds every rule.
 //
 // It evicts a key only when its state is equivalent to a fresh key's, so
-// eviction changes no decision, and honours [admit.WithShards] (the number of
-// eviction rings), [admit.WithMaxKeys] and [admit.WithClock]; it refuses
-// [admit.WithHashedKeys] (package sharded stores hashes) with an error
-// wrapping [admit.ErrUnsupported]. The limiter is always an [admit.Store]
-// and an [admit.StatsReporter]. docs/keyed-stores.md has the eviction
-// protocol.
-func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
-	set, err := keyedSettings(rule, opts)
+// eviction changes no decision, and honours [admit.WithShards],
+// [admit.WithMaxKeys], [admit.WithHashedKeys] and [admit.WithClock]. Its
+// result, an [admit.Store], has every control of the store.
+// docs/keyed-stores.md has the eviction protocol.
+func New(rule admit.Rule, opts ...admit.Option) (admit.Store, error) {
+	if err := rule.Validate(); err != nil {
+		return nil, err // already "admit: invalid …: …"
+	}
+	if !table.Packs(rule) {
+		return nil, fmt.Errorf("%w: atomic.New(%v): a key's state of this rule is more than one compare-and-swap on a table's slot can hold; use sharded.New",
+			admit.ErrUnsupported, rule)
+	}
+	set, err := plumb.ResolveLimiter("atomic", opts)
 	if err != nil {
-		return nil, err
+		return nil, err // already "admit: invalid …: …"
 	}
-	switch rule.Algorithm {
-	case admit.TokenBucket:
-		return keyedTokenBucket{makeKeyed[tbCell](newTBKernel(kernel.NewTokenBucket(rule), set.ShardCount()), rule, set)}, nil
-	case admit.FixedWindow:
-		return keyedFixedWindow{makeKeyed[fwCell](newFWCodec(rule), rule, set)}, nil
-	default: // admit.SlidingCounter; keyedSettings rejected the sliding log
-		if c, ok := newSCCodec(rule); ok {
-			return keyedSlidingCounter{makeKeyed[scCell](c, rule, set)}, nil
-		}
-		return keyedSlidingCounterSnapshot{makeKeyed[scSnapCell](kernel.NewSlidingCounter(rule), rule, set)}, nil
-	}
+	return table.New(rule, set), nil
 }
 
 // NewLimiter returns a lock-free limiter enforcing rule for a single key, in the

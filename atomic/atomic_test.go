@@ -11,7 +11,7 @@ import (
 func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Variant{
 		Name:       "atomic",
-		New:        admitatomic.New,
+		New:        conformance.Keyed(admitatomic.New),
 		NewLimiter: admitatomic.NewLimiter,
 		Supports:   func(a admit.Algorithm) bool { return a != admit.SlidingLog },
 		// The conformance allocation test uses Limit 65536 per hour: a token

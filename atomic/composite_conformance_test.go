@@ -26,7 +26,7 @@ func compositeVariants() []compositeForm {
 	return []compositeForm{
 		{"chosen", conformance.CompositeVariant{
 			Name:             "atomic",
-			NewLimits:        admitatomic.NewLimits,
+			NewLimits:        conformance.KeyedLimits(admitatomic.NewLimits),
 			NewLimitsLimiter: admitatomic.NewLimitsLimiter,
 			Supports:         notLog,
 			AllowAllocs:      pairAllocs,

@@ -213,7 +213,7 @@ func TestLimitsResetHammer(t *testing.T) {
 		for range resets {
 			for keyed.AllowN("k", 0).Remaining > 0 { // spent: nothing more can pass until the reset
 			}
-			keyed.(admit.Resetter).Reset("k")
+			keyed.(resetter).Reset("k")
 		}
 		for keyed.AllowN("k", 0).Remaining > 0 {
 		}

@@ -155,7 +155,7 @@ func TestLimitsPairSpill(t *testing.T) {
 	// A Reset of a spilled key gives it a fresh pair.
 	p = fresh()
 	step(p, h+2*time.Hour, 1, true)
-	p.keyed.(admit.Resetter).Reset("k")
+	p.keyed.(resetter).Reset("k")
 	assert.False(t, admitatomic.LimitsHeld(p.keyed, "k"), "a Reset releases the record")
 	s, _, ok := admitatomic.LimitsState(p.keyed, "k")
 	require.True(t, ok)

@@ -30,7 +30,7 @@ func reservers(t *testing.T, limits admit.Limits, fake *clock.Fake) []reserver {
 	for _, form := range compositeForms {
 		keyed, err := admitatomic.NewLimitsForm(limits, form.pair, admit.WithClock(fake))
 		require.NoError(t, err)
-		kr := keyed.(admit.KeyedReserver)
+		kr := keyed.(keyedReserver)
 		rs = append(rs, reserver{
 			name:    "keyed " + admitatomic.LimitsForm(keyed),
 			allowN:  func(n int) admit.Decision { return kr.AllowN("k", n) },
@@ -161,14 +161,14 @@ func TestLimitsReservedKeyEvicted(t *testing.T) {
 		require.NoError(t, err)
 		store := keyed.(admit.CompositeStore)
 		require.True(t, keyed.AllowN("k", 3).Allowed)
-		res, ok := keyed.(admit.KeyedReserver).ReserveN("k", 1, time.Minute)
+		res, ok := keyed.(keyedReserver).ReserveN("k", 1, time.Minute)
 		require.True(t, ok)
 		fake.Set(time.Second)
 		assert.Zero(t, store.Sweep(), "%s: held by a live reservation", form.name)
 		fake.Set(10 * time.Minute)
 		assert.Equal(t, 1, store.Sweep(), "%s: due, then fresh", form.name)
 		assert.Zero(t, store.Len(), form.name)
-		assert.False(t, keyed.(admit.KeyedReserver).CancelReservation("k", res), "%s: evicted as fresh, so due", form.name)
+		assert.False(t, keyed.(keyedReserver).CancelReservation("k", res), "%s: evicted as fresh, so due", form.name)
 	}
 }
 
@@ -187,7 +187,7 @@ func TestLimitsReserveHammer(t *testing.T) {
 		fake.Set(start)
 		keyed, err := admitatomic.NewLimitsForm(limits, form.pair, admit.WithClock(fake))
 		require.NoError(t, err)
-		kr := keyed.(admit.KeyedReserver)
+		kr := keyed.(keyedReserver)
 		var mu sync.Mutex
 		admitted, kept, cancelled := 0, 0, 0
 		var wg sync.WaitGroup

@@ -97,10 +97,10 @@ func TestLimitsConstructors(t *testing.T) {
 			store, ok := keyed.(admit.CompositeStore)
 			require.True(t, ok, "%s (%s): a CompositeStore", text, form.name)
 			assert.Equal(t, limits, store.Limits())
-			assert.Implements(t, (*admit.Resetter)(nil), keyed)
+			assert.Implements(t, (*resetter)(nil), keyed)
 			_, isStore := keyed.(admit.Store)
 			assert.False(t, isStore, "%s: a composite has no Rule", text)
-			_, reserves := keyed.(admit.KeyedReserver)
+			_, reserves := keyed.(keyedReserver)
 			assert.Equal(t, reservable, reserves, "%s (%s): a KeyedReserver iff every rule is a token bucket", text, form.name)
 
 			single, err := admitatomic.NewLimitsLimiterForm(limits, form.pair)
@@ -233,7 +233,7 @@ func checkLimitsDifferential(t *rapid.T, pair bool) {
 	single, err := admitatomic.NewLimitsLimiterForm(limits, pair, admit.WithClock(fake))
 	require.NoError(t, err)
 	store, comp := keyed.(admit.CompositeStore), single.(admit.CompositeLimiter)
-	keyedRes, reservable := keyed.(admit.KeyedReserver)
+	keyedRes, reservable := keyed.(keyedReserver)
 	singleRes, _ := single.(admit.Reserver)
 	model := conformance.NewCompositeOracle(limits)
 	const singleKey = "\x00single" // the model's key for the single-key limiter
@@ -277,7 +277,7 @@ func checkLimitsDifferential(t *rapid.T, pair bool) {
 			fake.Set(now - time.Duration(rapid.Int64Range(0, int64(maxWindow)).Draw(t, "back")))
 		case op == 7:
 			if key != singleKey {
-				store.(admit.Resetter).Reset(key)
+				store.(resetter).Reset(key)
 				model.Reset(key)
 			}
 		case op == 8 || op == 9:

@@ -260,13 +260,6 @@ type (
 )
 
 var (
-	_ admit.Store    = keyedFixedWindow{}
-	_ admit.Store    = keyedSlidingCounter{}
-	_ admit.Store    = keyedSlidingCounterSnapshot{}
-	_ admit.Resetter = keyedFixedWindow{}
-	_ admit.Resetter = keyedSlidingCounter{}
-	_ admit.Resetter = keyedSlidingCounterSnapshot{}
-
 	_ admit.StatsReporter = keyedTokenBucket{}
 	_ admit.StatsReporter = keyedFixedWindow{}
 	_ admit.StatsReporter = keyedSlidingCounter{}

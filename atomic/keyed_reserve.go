@@ -43,12 +43,6 @@ type keyedTokenBucket struct {
 	*keyed[tbCell, *tbCell, *tbKernel]
 }
 
-var (
-	_ admit.KeyedReserver = keyedTokenBucket{}
-	_ admit.Store         = keyedTokenBucket{}
-	_ admit.Resetter      = keyedTokenBucket{}
-)
-
 // Allow implements [admit.KeyedLimiter]: AllowN(key, 1).
 func (l keyedTokenBucket) Allow(key string) (d admit.Decision) {
 	v := l.decide(key, 1)

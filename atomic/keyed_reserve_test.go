@@ -21,7 +21,7 @@ func TestKeyedReserveMeetsTombstone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kr := lim.(admit.KeyedReserver)
+		kr := lim.(keyedReserver)
 		old, ok := kr.ReserveN("k", 1, 0)
 		if !ok {
 			t.Fatal("the first reservation was refused")

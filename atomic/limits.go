@@ -13,35 +13,22 @@ import (
 	"github.com/admit-go/admit/internal/reservation"
 )
 
-// NewLimits returns a keyed limiter enforcing limits, several rules on one
-// key, independently for every key, lock-free: a request for n is admitted
-// only if every rule admits it, and then every rule is charged (package
-// admit, [admit.Limits], has the semantics). Keys live in a concurrent hash
-// map, as in [New], and each key's cell holds every rule's state, swapped
-// by one compare-and-swap: on amd64, for two rules whose states each pack
-// in one word (any token bucket, any fixed window, a sliding counter that
-// packs), two words updated together by a 16-byte CAS, with no allocation
-// on any path; otherwise an immutable snapshot of all the states behind a
-// pointer, at one allocation per admission. It supports the token bucket,
-// the fixed window and the sliding counter; for limits with a sliding log
-// it returns an error wrapping [admit.ErrUnsupported]. For many keys,
-// sharded.NewLimits is the usual choice; NewLimits suits a few keys that
-// are each very hot.
-//
-// For limits of one rule it returns what [New] returns for that rule. For
-// two or more, the limiter is an [admit.CompositeStore], an
-// [admit.Resetter] and an [admit.StatsReporter], and an
-// [admit.KeyedReserver] when every rule is a token bucket: a reservation reserves in every rule and its cancellation gives
-// back in every rule. It evicts a key only when every rule's state is
-// fresh, and takes the options [New] takes.
-func NewLimits(limits admit.Limits, opts ...admit.Option) (admit.KeyedLimiter, error) {
+// NewLimits returns a keyed limiter enforcing limits independently for
+// every key, lock-free. For limits of one rule it returns what [New]
+// returns for that rule, which is an [admit.CompositeStore] too. Keyed
+// composites of two rules or more are more than one compare-and-swap on a
+// table's slot can hold: for them it returns an error wrapping
+// [admit.ErrUnsupported] that names sharded.NewLimits, which holds every
+// composite.
+func NewLimits(limits admit.Limits, opts ...admit.Option) (admit.CompositeStore, error) {
 	if err := limits.Validate(); err != nil {
 		return nil, err
 	}
-	if limits.Len() == 1 {
-		return New(limits.At(0), opts...)
+	if limits.Len() > 1 {
+		return nil, fmt.Errorf("%w: atomic.NewLimits(%v): a keyed composite of %d rules is more than one compare-and-swap on a table's slot can hold; use sharded.NewLimits",
+			admit.ErrUnsupported, limits, limits.Len())
 	}
-	return newLimits(limits, opts, true)
+	return New(limits.At(0), opts...)
 }
 
 // newLimits is NewLimits for limits of two or more rules, in the pair form
@@ -214,16 +201,6 @@ type keyedLimitsReserver[C any, PC interface {
 }] struct {
 	keyedLimits[C, PC]
 }
-
-var (
-	_ admit.CompositeStore = keyedLimits[snapCell, *snapCell]{}
-	_ admit.Resetter       = keyedLimits[snapCell, *snapCell]{}
-	_ admit.KeyedReserver  = keyedLimitsReserver[snapCell, *snapCell]{}
-	_ admit.StatsReporter  = keyedLimits[snapCell, *snapCell]{}
-	_ admit.StatsReporter  = keyedLimitsReserver[snapCell, *snapCell]{}
-	_ admit.StatsReporter  = keyedLimits[pairCell, *pairCell]{}
-	_ admit.StatsReporter  = keyedLimitsReserver[pairCell, *pairCell]{}
-)
 
 // newKeyedLimits returns the keyed store of limits with cells C.
 func newKeyedLimits[C any, PC interface {

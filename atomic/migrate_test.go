@@ -520,7 +520,7 @@ func TestKeepRedirects(t *testing.T) {
 func TestKeepRedirectsReservations(t *testing.T) {
 	for _, f := range []moveForm{{"token-bucket,4,1s", true}, {"token-bucket,3,1s + token-bucket,5,4s", true}, {"token-bucket,3,1s + token-bucket,5,4s", false}} {
 		lim := newMovable(t, f, admit.WithClock(clock.NewFake()))
-		res := lim.(admit.KeyedReserver)
+		res := lim.(keyedReserver)
 		redirect := admit.Decision{Allowed: true, Limit: 3, Remaining: 1}
 		var redirects int
 		lim.SetHooks(&migrate.Hooks{
@@ -648,7 +648,7 @@ func TestAdopt(t *testing.T) {
 		assert.Equal(t, 1, keeps)
 		assert.Equal(t, 2, lim.Len())
 
-		if res, ok := lim.(admit.KeyedReserver); ok {
+		if res, ok := lim.(keyedReserver); ok {
 			require.True(t, other.AllowN("r", limits.Limit()).Allowed)
 			r, ok := res.ReserveN("r", 1, 0)
 			assert.False(t, ok, "%v: the adopted key is spent", f)
@@ -742,7 +742,7 @@ func TestTakeDropsHold(t *testing.T) {
 		limits := migLimits(t, f.text)
 		fake := clock.NewFake()
 		a, b := newMovable(t, f, admit.WithClock(fake)), newMovable(t, f, admit.WithClock(fake))
-		res := a.(admit.KeyedReserver)
+		res := a.(keyedReserver)
 		require.True(t, a.AllowN("k", limits.Limit()).Allowed)
 		r, ok := res.ReserveN("k", 1, time.Hour)
 		require.True(t, ok)
@@ -753,7 +753,7 @@ func TestTakeDropsHold(t *testing.T) {
 		assert.Zero(t, keyedOf(a).heldRecords(), "%v: Take deletes the hold's record", f)
 		assert.False(t, res.CancelReservation("k", r), "%v: the hold went with Take", f)
 		require.True(t, b.Put("k", into))
-		assert.False(t, b.(admit.KeyedReserver).CancelReservation("k", r), "%v: not in the store the key moved to", f)
+		assert.False(t, b.(keyedReserver).CancelReservation("k", r), "%v: not in the store the key moved to", f)
 		d, _ := conformance.AllowWhich(b, "k", 1)
 		assert.False(t, d.Allowed, "%v: the reservation's tokens are still taken", f)
 		assert.Greater(t, d.RetryAfter, r.Delay, "%v: the next token is due after the reservation's", f)

@@ -73,7 +73,7 @@ func TestUnlinkUncountsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := lim.(keyedFixedWindow)
+	l := any(lim).(keyedFixedWindow)
 	lim.Allow("a")
 	lim.Allow("b")
 	a, ok := l.m.Load("a")
@@ -133,13 +133,13 @@ func tbShapes(t *testing.T, r admit.Rule, fake *clock.Fake) map[string]admit.Res
 	}
 	return map[string]admit.Reserver{
 		"single": single.(admit.Reserver),
-		"keyed":  keyReserver{keyed.(admit.KeyedReserver), "k"},
+		"keyed":  keyReserver{keyed.(keyedReserver), "k"},
 	}
 }
 
 // keyReserver is one key of a keyed reserver.
 type keyReserver struct {
-	l   admit.KeyedReserver
+	l   keyedReserver
 	key string
 }
 
@@ -189,7 +189,7 @@ func TestSweepAndHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, res := lim.(admit.Store), lim.(admit.KeyedReserver)
+	store, res := lim.(admit.Store), lim.(keyedReserver)
 	lim.AllowN("k", 2)
 	if rv, ok := res.ReserveN("k", 1, time.Hour); !ok || rv.Delay != time.Second {
 		t.Fatalf("ReserveN(1) at 0 = %+v, %t; want a wait of 1s", rv, ok)

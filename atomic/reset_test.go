@@ -48,7 +48,7 @@ func TestResetEveryCell(t *testing.T) {
 			if _, snap := lim.(keyedSlidingCounterSnapshot); snap != (tc.name == "sliding-counter-snapshot") {
 				t.Fatalf("New(%v) built a %T", tc.rule, lim)
 			}
-			r := lim.(admit.Resetter)
+			r := lim.(resetter)
 			L := tc.rule.Limit
 			for _, key := range []string{"a", "b"} {
 				if d := lim.AllowN(key, L); !d.Allowed {
@@ -115,7 +115,7 @@ func TestResetTombstone(t *testing.T) {
 func TestResetDropsReservation(t *testing.T) {
 	for _, tc := range resetRules[:2] {
 		lim, _ := newResetStore(t, tc.rule)
-		kr := lim.(admit.KeyedReserver)
+		kr := lim.(keyedReserver)
 		L := tc.rule.Limit
 		if d := lim.AllowN("k", L); !d.Allowed {
 			t.Fatalf("%s: AllowN(k, %d) = %+v", tc.name, L, d)
@@ -128,7 +128,7 @@ func TestResetDropsReservation(t *testing.T) {
 		if c.w.Load() != tbHeld {
 			t.Fatalf("%s: a reservation that waits did not hold the cell", tc.name)
 		}
-		lim.(admit.Resetter).Reset("k")
+		lim.(resetter).Reset("k")
 		if w := c.w.Load(); w != 0 {
 			t.Errorf("%s: the cell's word after Reset is %#x, want 0", tc.name, w)
 		}
@@ -155,7 +155,7 @@ func TestResetSpilled(t *testing.T) {
 	if c.w.Load() != tbHeld {
 		t.Fatal("a state 30 days ahead did not spill")
 	}
-	lim.(admit.Resetter).Reset("k")
+	lim.(resetter).Reset("k")
 	if w := c.w.Load(); w != 0 {
 		t.Errorf("the spilled cell's word after Reset is %#x, want 0", w)
 	}
@@ -183,7 +183,7 @@ func TestResetConcurrent(t *testing.T) {
 				rule.Limit, rule.Window = 100, 100*time.Second+rule.Window%time.Duration(rule.Limit)
 			}
 			lim, _ := newResetStore(t, rule)
-			r := lim.(admit.Resetter)
+			r := lim.(resetter)
 			L := int64(rule.Limit)
 			var admitted satomic.Int64
 			half := make(chan struct{})

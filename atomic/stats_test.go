@@ -16,7 +16,7 @@ import (
 func TestStoreAllocs(t *testing.T) {
 	conformance.StoreAllocs(t, conformance.Variant{
 		Name:     "atomic",
-		New:      admitatomic.New,
+		New:      conformance.Keyed(admitatomic.New),
 		Supports: func(a admit.Algorithm) bool { return a != admit.SlidingLog },
 	})
 	for _, f := range compositeVariants() {

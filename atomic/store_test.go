@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestStoreConformance(t *testing.T) {
 	conformance.RunStore(t, conformance.Variant{
 		Name:     "atomic",
-		New:      admitatomic.New,
+		New:      conformance.Keyed(admitatomic.New),
 		Supports: func(a admit.Algorithm) bool { return a != admit.SlidingLog },
 		Store:    admitatomic.Hooks,
 	})

@@ -38,7 +38,7 @@
 // admit.decisions reports the admitted and denied decisions of every series,
 // zeros included, and each other outcome once it has been counted. The
 // store instruments report each keyed store that reports statistics
-// (admit.StatsReporter: the stores of packages atomic, locked and sharded),
+// (Stats: the admit.Store of packages atomic, locked and sharded),
 // once per (source, name, limits) even when the store serves several
 // scopes, and nothing for a limiter without one (a Redis store). The keys
 // of a store and its bound are UpDownCounters, not Gauges: summed over

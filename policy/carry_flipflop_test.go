@@ -30,12 +30,14 @@ func checkUntilDenied(s *policy.Service, user, api string) int {
 // variants are the keyed stores a Service builds its limiters from.
 var variants = []struct {
 	name   string
-	f      policy.Factory
-	limits policy.LimitsFactory
+	f      func(admit.Rule, ...admit.Option) (admit.Store, error)
+	limits func(admit.Limits, ...admit.Option) (admit.CompositeStore, error)
 }{
 	{"sharded", sharded.New, sharded.NewLimits},
 	{"locked", locked.New, locked.NewLimits},
-	{"atomic", admitatomic.New, admitatomic.NewLimits},
+	// atomic keeps no keyed composites (its NewLimits refuses two rules or
+	// more): its row builds them as the Service's default does.
+	{"atomic", admitatomic.New, sharded.NewLimits},
 }
 
 // TestReloadFlipFlop is issue 25's scenario: on a frozen clock, a pair

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/admit-go/admit"
-	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/locked"
 	"github.com/admit-go/admit/policy"
@@ -178,7 +177,7 @@ func TestServiceFactories(t *testing.T) {
 	})
 
 	t.Run("errors", func(t *testing.T) {
-		_, err := policy.NewService(book, policy.WithLimitsFactory(nil))
+		_, err := policy.NewService(book, policy.WithLimitsFactory[admit.KeyedLimiter](nil))
 		assert.ErrorIs(t, err, admit.ErrInvalidOption)
 		assert.ErrorContains(t, err, "WithLimitsFactory(nil)")
 
@@ -273,8 +272,6 @@ func TestServiceResetComposite(t *testing.T) {
 		opts []admit.Option
 	}{
 		{"default", compositeBook, nil},
-		// atomic has no sliding log: a sliding counter stands in for it.
-		{"atomic", strings.Replace(compositeBook, "sliding-log", "sliding-counter", 1), []admit.Option{policy.WithFactory(admitatomic.New), policy.WithLimitsFactory(admitatomic.NewLimits)}},
 		{"locked", compositeBook, []admit.Option{policy.WithFactory(locked.New), policy.WithLimitsFactory(locked.NewLimits)}},
 	} {
 		t.Run(f.name, func(t *testing.T) {

@@ -26,7 +26,7 @@ import (
 
 type impl struct {
 	name     string
-	new      func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error)
+	new      func(admit.Rule, ...admit.Option) (admit.Store, error)
 	supports func(admit.Algorithm) bool
 }
 
@@ -34,7 +34,7 @@ func all(admit.Algorithm) bool { return true }
 
 var impls = []impl{
 	{"sharded", sharded.New, all},
-	{"sharded-hashed", func(r admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
+	{"sharded-hashed", func(r admit.Rule, opts ...admit.Option) (admit.Store, error) {
 		return sharded.New(r, append(opts, admit.WithHashedKeys())...)
 	}, all},
 	{"locked", locked.New, all},
@@ -138,7 +138,7 @@ func BenchmarkBytesPerKey(b *testing.B) {
 	}
 }
 
-func bytesPerKey(b *testing.B, newLim func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error), rule admit.Rule, nkeys int) float64 {
+func bytesPerKey(b *testing.B, newLim func(admit.Rule, ...admit.Option) (admit.Store, error), rule admit.Rule, nkeys int) float64 {
 	fake := clock.NewFake()
 	fake.Set(time.Hour)
 	buf := make([]byte, 0, 16)

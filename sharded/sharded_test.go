@@ -37,7 +37,7 @@ var hooks = &conformance.StoreHooks{
 func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Variant{
 		Name:       "sharded",
-		New:        sharded.New,
+		New:        conformance.Keyed(sharded.New),
 		Supports:   func(admit.Algorithm) bool { return true },
 		HashedKeys: true,
 		Store:      hooks,

@@ -137,7 +137,7 @@ type Store struct {
 
 // New returns the table store for rule, which must pack (Packs), with the
 // settings' clock, shards, key bound and key mode. A token bucket's store
-// is also an admit.KeyedReserver.
+// (a reserver) hands out reservations ahead.
 func New(rule admit.Rule, set plumb.Settings) admit.Store {
 	n := set.ShardCount()
 	t := &Store{
@@ -658,7 +658,7 @@ func (t *Store) freeze(p *atomic.Uint64) uint64 {
 	}
 }
 
-// Stats implements [admit.StatsReporter]: Len, the WithMaxKeys bound, and
+// Stats implements [admit.Store]: Len, the WithMaxKeys bound, and
 // the evictions (sweep) and full-store denials (slow, and a reservation's
 // path) counted since the store was built. It takes each shard's mutex in
 // turn, as Len does, and is meant for a metrics scrape; the lock-free path
