@@ -237,6 +237,7 @@ type admitForm struct {
 	rule   admit.Rule
 	deny   admit.Rule
 	single func(admit.Rule, ...admit.Option) (admit.Limiter, error)
+	// keyed is nil when the form has no keyed store.
 	keyed  func(admit.Rule, ...admit.Option) (admit.Store, error)
 	churn  admit.Rule // keyed rule under Churn, when it differs from rule
 	steady admit.Rule // keyed rule under Steady; zero: the form does not run Steady workloads
@@ -256,7 +257,9 @@ var admitForms = []admitForm{
 	{impl: "atomic-packed", algo: admit.FixedWindow, coarse: true, rule: fwRule, steady: fwSteadyRule, single: asLimiter(admitatomic.NewFixedWindow), keyed: admitatomic.New},
 	{impl: "locked", algo: admit.FixedWindow, coarse: true, rule: fwRule, steady: fwSteadyRule, single: locked.NewLimiter, keyed: locked.New},
 	{impl: "atomic-packed", algo: admit.SlidingCounter, rule: scPackedRule, memory: scPackedMemRule, single: admitatomic.NewLimiter, keyed: admitatomic.New},
-	{impl: "atomic-snapshot", algo: admit.SlidingCounter, coarse: true, rule: scSnapRule, deny: scSnapDenyRule, steady: scSteadyRule, single: admitatomic.NewLimiter, keyed: admitatomic.New},
+	// atomic.New refuses the sliding counters whose state does not pack in
+	// one word: the snapshot form is single-key only.
+	{impl: "atomic-snapshot", algo: admit.SlidingCounter, coarse: true, rule: scSnapRule, deny: scSnapDenyRule, steady: scSteadyRule, single: admitatomic.NewLimiter},
 	{impl: "locked", algo: admit.SlidingCounter, coarse: true, rule: scSnapRule, steady: scSteadyRule, single: locked.NewLimiter, keyed: locked.New},
 	{impl: "locked", algo: admit.SlidingLog, rule: slRule, churn: slKeyedRule, steady: slKeyedRule, memory: slMemRule, single: locked.NewLimiter, keyed: locked.New},
 }
@@ -441,10 +444,12 @@ func Singles() []SingleRow {
 func Keyeds() []KeyedRow {
 	var rows []KeyedRow
 	for _, f := range admitForms {
-		rows = append(rows, f.keyedRow(systemClock))
+		if f.keyed != nil {
+			rows = append(rows, f.keyedRow(systemClock))
+		}
 	}
 	for _, f := range admitForms {
-		if f.coarse && f.algo == admit.TokenBucket && f.impl != "atomic-snapshot" {
+		if f.keyed != nil && f.coarse && f.algo == admit.TokenBucket && f.impl != "atomic-snapshot" {
 			rows = append(rows, f.keyedRow(coarseClock))
 		}
 	}
