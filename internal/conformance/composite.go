@@ -23,7 +23,8 @@ type CompositeVariant struct {
 	Name string
 	// NewLimits and NewLimitsLimiter are the variant's constructors.
 	// NewLimitsLimiter may be nil for a variant that offers only keyed
-	// limiters.
+	// limiters. NewLimits is erased as Variant.New is: pass a local
+	// variant's as KeyedLimits(locked.NewLimits).
 	NewLimits        func(admit.Limits, ...admit.Option) (admit.KeyedLimiter, error)
 	NewLimitsLimiter func(admit.Limits, ...admit.Option) (admit.Limiter, error)
 	// Supports reports whether the variant implements an algorithm; Limits

@@ -30,7 +30,9 @@ import (
 type Variant struct {
 	Name string
 	// New and NewLimiter are the variant's constructors. NewLimiter may be nil
-	// for a variant that offers only keyed limiters.
+	// for a variant that offers only keyed limiters. New is erased to
+	// admit.KeyedLimiter, since a remote variant's limiters are no
+	// admit.Store: pass a local variant's as Keyed(locked.New).
 	New        func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error)
 	NewLimiter func(admit.Rule, ...admit.Option) (admit.Limiter, error)
 	// Supports reports whether the variant implements an algorithm; for the
