@@ -3,6 +3,7 @@ package admit
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // MaxLimits is the largest number of rules in a [Limits].
@@ -161,20 +162,35 @@ type CompositeLimiter interface {
 	AllowNWhich(n int) (Decision, int)
 }
 
-// CompositeStore is the keyed limiter that the NewLimits constructors of
-// packages atomic, locked and sharded return for Limits of two or more
-// rules, with the controls of [Store] but Rule. It is also a [Resetter].
+// CompositeStore is what NewLimits returns in packages atomic, locked and
+// sharded: a keyed limiter of several rules per key with every control of
+// its store, [Store]'s but Rule. For Limits of one rule NewLimits returns
+// New's [Store], which is a CompositeStore too.
 type CompositeStore interface {
 	KeyedLimiter
+
+	// ReserveN is [Store.ReserveN]: when every rule is a token bucket, a
+	// reservation reserves in every rule and its cancellation gives back
+	// in every rule; otherwise the store reserves nothing ahead.
+	ReserveN(key string, n int, maxWait time.Duration) (Reservation, bool)
+
+	// CancelReservation is [Store.CancelReservation].
+	CancelReservation(key string, r Reservation) bool
+
+	// Reset is [Store.Reset], for every rule of key.
+	Reset(key string)
 
 	// Limits returns the rules the store enforces for every key.
 	Limits() Limits
 
 	// AllowNWhich is AllowN, and also returns the index in Limits of the
-	// rule that bound the decision (see [Limits]).
+	// rule that bound the decision (see [Limits]). A new key denied for
+	// want of room in a full store ([WithMaxKeys]) is bound by the first
+	// rule with the smallest Limit, whose Limit the Decision reports.
 	AllowNWhich(key string, n int) (Decision, int)
 
-	// Len and Sweep are [Store]'s.
+	// Len, Sweep and Stats are [Store]'s.
 	Len() int
 	Sweep() int
+	Stats() StoreStats
 }

@@ -22,13 +22,14 @@ var (
 )
 
 // Reservation is a token bucket's promise to a waiter, made by
-// [Reserver.ReserveN]: the tokens are taken at once, and are due after its
-// field Delay (for a reservation that was refused, the wait that would have
-// been needed, [Never] if n can never be admitted); its method N returns the
-// number of tokens reserved. It is a small value, free to copy; its identity
-// is the limiter's own record, which [Reserver.CancelReservation] uses to
-// give the tokens back at most once, and only to the limiter and key it was
-// made on.
+// [Reserver.ReserveN] or [Store.ReserveN]: the tokens are taken at once, and
+// are due after its field Delay (for a reservation that was refused, the
+// wait that would have been needed, [Never] if n can never be admitted); its
+// method N returns the number of tokens reserved. (A store of another
+// algorithm reserves nothing ahead: its reservations are due at once, and
+// cancel nothing.) It is a small value, free to copy; its identity is the
+// limiter's own record, which [Reserver.CancelReservation] uses to give the
+// tokens back at most once, and only to the limiter and key it was made on.
 type Reservation = reservation.Reservation
 
 // Reserver is a [Limiter] that can hand waiters successive slots instead of
@@ -52,16 +53,13 @@ type Reserver interface {
 	CancelReservation(r Reservation) bool
 }
 
-// KeyedReserver is a [KeyedLimiter] whose keys are [Reserver]s.
-type KeyedReserver interface {
+// keyedReserver is a keyed limiter whose keys hand out reservations: every
+// [Store] and [CompositeStore], and a limiter of another package that has
+// the two methods (a Redis store's token buckets). [WaitKeyN] paces a
+// limiter by reservation when it is one, and polls it otherwise.
+type keyedReserver interface {
 	KeyedLimiter
-
-	// ReserveN is [Reserver.ReserveN] for key.
 	ReserveN(key string, n int, maxWait time.Duration) (Reservation, bool)
-
-	// CancelReservation is [Reserver.CancelReservation] for key: it gives
-	// back nothing for a reservation made on another key, or on this key
-	// before the store evicted it.
 	CancelReservation(key string, r Reservation) bool
 }
 
@@ -103,9 +101,15 @@ func WaitKey(ctx context.Context, l KeyedLimiter, key string) error {
 	return WaitKeyN(ctx, l, key, 1)
 }
 
-// WaitKeyN is [WaitN] for one key of a keyed limiter.
+// WaitKeyN is [WaitN] for one key of a keyed limiter. A limiter with the
+// methods ReserveN and CancelReservation of [Store] (every [Store] and
+// [CompositeStore]) is paced by them: a token bucket's waiters each take
+// their tokens at once and sleep until they are due; a store that reserves
+// nothing ahead refuses with the wait of its Decision, which WaitKeyN
+// sleeps and asks again, as it polls. Any other keyed limiter is polled
+// through AllowN.
 func WaitKeyN(ctx context.Context, l KeyedLimiter, key string, n int) error {
-	if r, ok := l.(KeyedReserver); ok {
+	if r, ok := l.(keyedReserver); ok {
 		return wait(ctx, n,
 			func(n int, maxWait time.Duration) (Reservation, bool) { return r.ReserveN(key, n, maxWait) },
 			func(res Reservation) bool { return r.CancelReservation(key, res) })

@@ -10,21 +10,22 @@ import (
 
 	"github.com/admit-go/admit"
 	admitatomic "github.com/admit-go/admit/atomic"
+	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/locked"
 	"github.com/admit-go/admit/sharded"
 )
 
-// keyedBuckets are the keyed token buckets of the three stores, each of which
-// is an admit.KeyedReserver. The tests that use a window of 2s+1ns (an
+// keyedBuckets are the keyed token buckets of the three stores, whose
+// ReserveN reserves ahead. The tests that use a window of 2s+1ns (an
 // emission interval of 1s+0.5ns, which does not pack into one word) exercise
 // the atomic store's snapshot cells and the sharded store's full states.
 var keyedBuckets = []struct {
 	name string
-	new  func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error)
+	new  func(admit.Rule, ...admit.Option) (admit.Store, error)
 }{
 	{"locked", locked.New},
 	{"sharded", sharded.New},
-	{"sharded-hashed", func(r admit.Rule, o ...admit.Option) (admit.KeyedLimiter, error) {
+	{"sharded-hashed", func(r admit.Rule, o ...admit.Option) (admit.Store, error) {
 		return sharded.New(r, append(o, admit.WithHashedKeys())...)
 	}},
 	{"atomic", admitatomic.New},
@@ -40,8 +41,6 @@ func TestWaitKeyPacesTokenBuckets(t *testing.T) {
 				inBubble(t, func(t *testing.T, clk admit.Option) {
 					lim, err := tc.new(rule(admit.TokenBucket, 2, window), clk)
 					require.NoError(t, err)
-					_, isReserver := lim.(admit.KeyedReserver)
-					require.True(t, isReserver)
 					times, errs := waitAll(context.Background(), func(ctx context.Context, n int) error {
 						return admit.WaitKeyN(ctx, lim, "a", n)
 					}, 1, 1, 1, 1, 1)
@@ -122,14 +121,14 @@ func TestWaitKeyRefusesAtOnce(t *testing.T) {
 
 // TestKeyedReserveFullStore: in a full store whose keys are all in debt, a
 // reservation on a new key is refused like Allow, with the same wait, and
-// stores nothing; the windows keep polling (they are no KeyedReserver).
+// stores nothing.
 func TestKeyedReserveFullStore(t *testing.T) {
 	for _, tc := range keyedBuckets {
 		t.Run(tc.name, func(t *testing.T) {
 			inBubble(t, func(t *testing.T, clk admit.Option) {
 				lim, err := tc.new(rule(admit.TokenBucket, 2, 2*time.Second), clk, admit.WithMaxKeys(1), admit.WithShards(1))
 				require.NoError(t, err)
-				kr := lim.(admit.KeyedReserver)
+				kr := lim
 				r, ok := kr.ReserveN("a", 2, 0)
 				require.True(t, ok)
 				assert.Equal(t, time.Duration(0), r.Delay)
@@ -144,7 +143,7 @@ func TestKeyedReserveFullStore(t *testing.T) {
 				r, ok = kr.ReserveN("b", 1, time.Hour)
 				assert.False(t, ok)
 				assert.Equal(t, denied.RetryAfter, r.Delay)
-				assert.Equal(t, 1, lim.(interface{ Len() int }).Len())
+				assert.Equal(t, 1, lim.Len())
 				assert.False(t, kr.CancelReservation("b", r), "nothing to give back")
 
 				short, cancel := context.WithTimeout(context.Background(), denied.RetryAfter/2)
@@ -153,19 +152,46 @@ func TestKeyedReserveFullStore(t *testing.T) {
 				start := time.Now()
 				require.NoError(t, admit.WaitKey(context.Background(), lim, "b"), "a waiter for a new key sleeps until room may appear and asks again")
 				assert.GreaterOrEqual(t, time.Since(start), denied.RetryAfter)
-				assert.Equal(t, 1, lim.(interface{ Len() int }).Len(), "a made room for b")
+				assert.Equal(t, 1, lim.Len(), "a made room for b")
 			})
 		})
 	}
+}
+
+// TestKeyedReserveWindows: a window's store reserves nothing ahead. Its
+// ReserveN admits n now when AllowN would (Delay 0, true, charged as an
+// admission), and otherwise takes nothing and reports the denial's
+// RetryAfter as the Delay, with false, whatever maxWait; cancelling either
+// gives nothing back.
+func TestKeyedReserveWindows(t *testing.T) {
+	stores := []struct {
+		name string
+		new  func(admit.Rule, ...admit.Option) (admit.Store, error)
+	}{{"locked", locked.New}, {"sharded", sharded.New}, {"atomic", admitatomic.New}}
 	for _, alg := range []admit.Algorithm{admit.FixedWindow, admit.SlidingCounter, admit.SlidingLog} {
-		lim, err := locked.New(rule(alg, 1, time.Second))
-		require.NoError(t, err)
-		_, isReserver := lim.(admit.KeyedReserver)
-		assert.False(t, isReserver, "%v", alg)
-		lim, err = sharded.New(rule(alg, 1, time.Second))
-		require.NoError(t, err)
-		_, isReserver = lim.(admit.KeyedReserver)
-		assert.False(t, isReserver, "%v", alg)
+		for _, tc := range stores {
+			fake := clock.NewFake()
+			lim, err := tc.new(rule(alg, 2, time.Second), admit.WithClock(fake))
+			if alg == admit.SlidingLog && tc.name == "atomic" {
+				require.ErrorIs(t, err, admit.ErrUnsupported)
+				continue
+			}
+			require.NoError(t, err, "%s %v", tc.name, alg)
+			r, ok := lim.ReserveN("a", 1, time.Hour)
+			require.True(t, ok, "%s %v: ReserveN of a fresh key", tc.name, alg)
+			assert.Equal(t, time.Duration(0), r.Delay, "%s %v", tc.name, alg)
+			assert.False(t, lim.CancelReservation("a", r), "%s %v: an admission is not given back", tc.name, alg)
+			d := lim.AllowN("a", 0)
+			assert.Equal(t, 1, d.Remaining, "%s %v: ReserveN charged its admission", tc.name, alg)
+			require.True(t, lim.Allow("a").Allowed)
+			denied := lim.AllowN("a", 1)
+			require.False(t, denied.Allowed)
+			r, ok = lim.ReserveN("a", 1, time.Hour)
+			assert.False(t, ok, "%s %v: a window reserves nothing ahead", tc.name, alg)
+			assert.Equal(t, denied.RetryAfter, r.Delay, "%s %v: the Delay of a refusal is the denial's RetryAfter", tc.name, alg)
+			assert.False(t, lim.CancelReservation("a", r), "%s %v", tc.name, alg)
+			assert.Equal(t, denied, lim.AllowN("a", 1), "%s %v: the refusal took nothing", tc.name, alg)
+		}
 	}
 }
 

@@ -14,15 +14,15 @@ import (
 	"github.com/admit-go/admit/sharded"
 )
 
-// keyedComposites are the keyed stores of composite limits that are an
-// admit.KeyedReserver when every rule is a token bucket.
+// keyedComposites are the keyed stores of composite limits, which reserve
+// ahead when every rule is a token bucket.
 var keyedComposites = []struct {
 	name string
-	new  func(admit.Limits, ...admit.Option) (admit.KeyedLimiter, error)
+	new  func(admit.Limits, ...admit.Option) (admit.CompositeStore, error)
 }{
 	{"locked", locked.NewLimits},
 	{"sharded", sharded.NewLimits},
-	{"sharded-hashed", func(l admit.Limits, o ...admit.Option) (admit.KeyedLimiter, error) {
+	{"sharded-hashed", func(l admit.Limits, o ...admit.Option) (admit.CompositeStore, error) {
 		return sharded.NewLimits(l, append(o, admit.WithHashedKeys())...)
 	}},
 }
@@ -45,8 +45,6 @@ func TestWaitKeyPacesComposites(t *testing.T) {
 			inBubble(t, func(t *testing.T, clk admit.Option) {
 				lim, err := tc.new(parseLimits(t, "token-bucket,2,2s + token-bucket,3,6s"), clk)
 				require.NoError(t, err)
-				_, isReserver := lim.(admit.KeyedReserver)
-				require.True(t, isReserver)
 				times, errs := waitAll(context.Background(), func(ctx context.Context, n int) error {
 					return admit.WaitKeyN(ctx, lim, "a", n)
 				}, 1, 1, 1, 1, 1)
@@ -88,16 +86,16 @@ func TestWaitKeyCompositeCancelGivesBack(t *testing.T) {
 	}
 }
 
-// TestWaitKeyCompositePolls: a composite with a window is no KeyedReserver;
-// WaitKey polls it and proceeds when every rule admits.
+// TestWaitKeyCompositePolls: a composite with a window reserves nothing
+// ahead (its ReserveN refuses with the denial's RetryAfter); WaitKey sleeps
+// that long and asks again, as it polls, and proceeds when every rule
+// admits.
 func TestWaitKeyCompositePolls(t *testing.T) {
 	for _, tc := range keyedComposites {
 		t.Run(tc.name, func(t *testing.T) {
 			inBubble(t, func(t *testing.T, clk admit.Option) {
 				lim, err := tc.new(parseLimits(t, "token-bucket,2,1s + fixed-window,3,10s"), clk)
 				require.NoError(t, err)
-				_, isReserver := lim.(admit.KeyedReserver)
-				require.False(t, isReserver)
 				start := time.Now()
 				for range 4 {
 					require.NoError(t, admit.WaitKey(context.Background(), lim, "k"))

@@ -23,10 +23,10 @@ import (
 // It evicts a key only when its state is equivalent to a fresh key's, so
 // eviction changes no decision, and honours every option:
 // [admit.WithShards], [admit.WithMaxKeys], [admit.WithHashedKeys] and
-// [admit.WithClock]. The limiter is always an [admit.Store] and an
-// [admit.StatsReporter]. docs/keyed-stores.md has the table's layout and
+// [admit.WithClock]. Its result, an [admit.Store], has every control of the
+// store. docs/keyed-stores.md has the table's layout and
 // its eviction protocol.
-func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
+func New(rule admit.Rule, opts ...admit.Option) (admit.Store, error) {
 	if err := rule.Validate(); err != nil {
 		return nil, err // already "admit: invalid …: …"
 	}

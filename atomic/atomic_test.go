@@ -17,7 +17,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // whose state packs in the table's word (table.Packs), NewLimiter every
 // rule but the sliding log.
 func variant(name string, hashed bool) conformance.Variant {
-	newStore := admitatomic.New
+	newStore := conformance.Keyed(admitatomic.New)
 	if hashed {
 		newStore = func(r admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
 			return admitatomic.New(r, append([]admit.Option{admit.WithHashedKeys()}, opts...)...)

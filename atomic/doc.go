@@ -81,14 +81,13 @@
 //
 // # Keyed stores
 //
-// Every keyed limiter of [New] and [NewLimits] is a store: an
-// [admit.Store] ([admit.CompositeStore] for two rules or more) with Len and
-// Sweep, an [admit.Resetter], and an [admit.StatsReporter], whose Stats
-// reports the keys stored (Len), the [admit.WithMaxKeys] bound, the keys
-// evicted as idle and the requests for new keys a full store denied,
-// since the store was built. Those counts are written only where keys are inserted,
-// evicted or refused, never by a call on a stored key; Stats costs what Len
-// costs (the map's size, no lock) and is meant for a metrics scrape.
+// [New] returns an [admit.Store], the lock-free table of package sharded's
+// one-word states, and [NewLimits] the same store for one rule (keyed
+// composites it refuses, naming sharded.NewLimits): every control of the
+// store without a type assertion (Reset, ReserveN, Len, Sweep, Stats).
+// Stats reports the keys stored (Len), the [admit.WithMaxKeys] bound, the
+// keys evicted as idle and the requests for new keys a full store denied,
+// since the store was built; it is meant for a metrics scrape.
 // docs/keyed-stores.md ("Statistics") says what each field counts.
 //
 // # Consistency

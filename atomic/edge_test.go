@@ -372,7 +372,7 @@ func TestSpillReservations(t *testing.T) {
 		require.NoError(rt, err)
 		keyedRef, err := locked.New(r, admit.WithClock(fake))
 		require.NoError(rt, err)
-		keyed, kref := keyedLim.(admit.KeyedReserver), keyedRef.(admit.KeyedReserver)
+		keyed, kref := keyedLim, keyedRef
 		type pair struct{ got, want admit.Reservation }
 		var held []pair
 		var heldKeyed []pair

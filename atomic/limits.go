@@ -16,7 +16,7 @@ import (
 // names sharded.NewLimits: the rules of a key fit no single
 // compare-and-swap of the table's word. For one key, [NewLimitsLimiter]
 // takes them lock-free.
-func NewLimits(limits admit.Limits, opts ...admit.Option) (admit.KeyedLimiter, error) {
+func NewLimits(limits admit.Limits, opts ...admit.Option) (admit.CompositeStore, error) {
 	if err := limits.Validate(); err != nil {
 		return nil, err
 	}

@@ -27,13 +27,13 @@ func tbShapes(t *testing.T, r admit.Rule, fake *clock.Fake) map[string]admit.Res
 	}
 	return map[string]admit.Reserver{
 		"single": single.(admit.Reserver),
-		"keyed":  keyReserver{keyed.(admit.KeyedReserver), "k"},
+		"keyed":  keyReserver{keyed, "k"},
 	}
 }
 
 // keyReserver is one key of a keyed reserver.
 type keyReserver struct {
-	l   admit.KeyedReserver
+	l   admit.Store
 	key string
 }
 
@@ -83,7 +83,7 @@ func TestSweepAndHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, res := lim.(admit.Store), lim.(admit.KeyedReserver)
+	store, res := lim, lim
 	lim.AllowN("k", 2)
 	if rv, ok := res.ReserveN("k", 1, time.Hour); !ok || rv.Delay != time.Second {
 		t.Fatalf("ReserveN(1) at 0 = %+v, %t; want a wait of 1s", rv, ok)

@@ -60,8 +60,8 @@ func compositeLimits() []struct {
 // compositeImpl is a variant's constructors for Limits.
 type compositeImpl struct {
 	impl   string
-	single func(admit.Limits, ...admit.Option) (admit.Limiter, error) // nil: no single-key limiter
-	keyed  func(admit.Limits, ...admit.Option) (admit.KeyedLimiter, error)
+	single func(admit.Limits, ...admit.Option) (admit.Limiter, error)        // nil: no single-key limiter
+	keyed  func(admit.Limits, ...admit.Option) (admit.CompositeStore, error) // atomic's refuses two rules or more
 }
 
 // keyedOf returns im's keyed limiter of limits, or nil if im refuses them

@@ -11,7 +11,6 @@ import (
 	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/locked"
-	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/sharded"
 )
 
@@ -238,10 +237,10 @@ type admitForm struct {
 	rule   admit.Rule
 	deny   admit.Rule
 	single func(admit.Rule, ...admit.Option) (admit.Limiter, error)
-	keyed  policy.Factory // nil: no keyed row
-	churn  admit.Rule     // keyed rule under Churn, when it differs from rule
-	steady admit.Rule     // keyed rule under Steady; zero: the form does not run Steady workloads
-	memory admit.Rule     // keyed rule under Memory; zero: steady
+	keyed  func(admit.Rule, ...admit.Option) (admit.Store, error) // nil: no keyed row
+	churn  admit.Rule                                             // keyed rule under Churn, when it differs from rule
+	steady admit.Rule                                             // keyed rule under Steady; zero: the form does not run Steady workloads
+	memory admit.Rule                                             // keyed rule under Memory; zero: steady
 }
 
 func asLimiter[L admit.Limiter](f func(admit.Rule, ...admit.Option) (L, error)) func(admit.Rule, ...admit.Option) (admit.Limiter, error) {
@@ -336,7 +335,7 @@ func (f admitForm) keyedRow(c admitClock) KeyedRow {
 // turn on idle-key eviction for an Env: the row then Evicts. A variant
 // without a single-key form (the sharded store) is one more call of this
 // function in Keyeds.
-func admitKeyed(impl string, algo admit.Algorithm, factory policy.Factory, rule func(Mode, Use) admit.Rule, opts []admit.Option, evict func(Env) []admit.Option) KeyedRow {
+func admitKeyed(impl string, algo admit.Algorithm, factory func(admit.Rule, ...admit.Option) (admit.Store, error), rule func(Mode, Use) admit.Rule, opts []admit.Option, evict func(Env) []admit.Option) KeyedRow {
 	return KeyedRow{
 		Impl: impl, Algo: algo.String(), Family: FamilyAdmit, Evicts: evict != nil,
 		New: func(env Env) (Keyed, func(), error) {
@@ -483,8 +482,8 @@ const ShardedHashed = "sharded-hashed"
 
 // withHashedKeys returns factory with admit.WithHashedKeys added to its
 // options.
-func withHashedKeys(factory policy.Factory) policy.Factory {
-	return func(r admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
+func withHashedKeys(factory func(admit.Rule, ...admit.Option) (admit.Store, error)) func(admit.Rule, ...admit.Option) (admit.Store, error) {
+	return func(r admit.Rule, opts ...admit.Option) (admit.Store, error) {
 		return factory(r, append(slices.Clone(opts), admit.WithHashedKeys())...)
 	}
 }

@@ -190,7 +190,7 @@ func WithAdmittedMetadata() Option {
 // quota's name ([WithPolicy]'s or [WithPolicyName]'s, else "default"),
 // Limits: the limits the ratelimit-policy metadata describes (the
 // limiter's Rule or Limits, or WithPolicy's rule; the zero Limits when none
-// is known), Store: the limiter when it implements [admit.StatsReporter]};
+// is known), Store: the limiter when it has Stats, as an [admit.Store] has};
 // a ForService interceptor's labels are {Source: "grpc", Name: "service"},
 // with the zero Limits and no Store. No key ever reaches o.
 //

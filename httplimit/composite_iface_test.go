@@ -34,7 +34,7 @@ func TestCompositeWithoutStore(t *testing.T) {
 	require.NoError(t, err)
 	lim, err := locked.NewLimits(limits, admit.WithClock(clock.NewFake()))
 	require.NoError(t, err)
-	var remote admit.KeyedLimiter = remoteComposite{lim.(admit.CompositeStore)}
+	var remote admit.KeyedLimiter = remoteComposite{lim}
 	_, isStore := remote.(admit.CompositeStore)
 	require.False(t, isStore)
 	mw, err := New(remote, WithKey(func(*http.Request) (string, bool) { return "k", true }))

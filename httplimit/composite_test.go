@@ -27,14 +27,14 @@ import (
 // composites (atomic has none).
 var limitsStores = []struct {
 	name  string
-	build func(admit.Limits, ...admit.Option) (admit.KeyedLimiter, error)
+	build func(admit.Limits, ...admit.Option) (admit.CompositeStore, error)
 }{
 	{"locked", locked.NewLimits},
 	{"sharded", sharded.NewLimits},
 }
 
 // compositeStore builds the store of the limits text with build, reading fake.
-func compositeStore(t testing.TB, build func(admit.Limits, ...admit.Option) (admit.KeyedLimiter, error), text string, fake *clock.Fake) admit.KeyedLimiter {
+func compositeStore(t testing.TB, build func(admit.Limits, ...admit.Option) (admit.CompositeStore, error), text string, fake *clock.Fake) admit.CompositeStore {
 	t.Helper()
 	limits, err := admit.ParseLimits(text)
 	require.NoError(t, err, "ParseLimits(%q)", text)
@@ -104,8 +104,6 @@ func TestCompositeClient(t *testing.T) {
 		t.Run("store="+st.name, func(t *testing.T) {
 			fake := clock.NewFake()
 			lim := compositeStore(t, st.build, "token-bucket,10,1s + fixed-window,30,1m", fake)
-			_, isComposite := lim.(admit.CompositeStore)
-			require.True(t, isComposite, "%T is not an admit.CompositeStore", lim)
 			mw, err := httplimit.New(lim, httplimit.WithLegacyHeaders())
 			require.NoError(t, err)
 			srv := httptest.NewServer(mw.Handler(ok))

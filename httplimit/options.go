@@ -220,7 +220,7 @@ func WithAPI(api func(r *http.Request) string) Option {
 // name ([WithPolicy]'s or [WithPolicyName]'s, else "default"), Limits: the
 // limits the RateLimit-Policy field describes (the limiter's Rule or
 // Limits, or WithPolicy's rule; the zero Limits when none is known), Store:
-// the limiter when it implements [admit.StatsReporter]}; a ForService
+// the limiter when it has Stats, as an [admit.Store] has}; a ForService
 // middleware's labels are {Source: "http", Name: "service"}, with the zero
 // Limits and no Store. No key ever reaches o.
 //

@@ -20,7 +20,7 @@ import (
 func TestPolicyFromRule(t *testing.T) {
 	rule, err := admit.ParseRule("token-bucket,2,10s")
 	require.NoError(t, err)
-	for name, build := range map[string]func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error){
+	for name, build := range map[string]func(admit.Rule, ...admit.Option) (admit.Store, error){
 		"atomic": admitatomic.New, "locked": locked.New, "sharded": sharded.New,
 	} {
 		lim, err := build(rule, admit.WithClock(clock.NewFake()))

@@ -16,17 +16,16 @@ import (
 // NewLimits returns a keyed limiter enforcing limits independently for
 // every key: a request is admitted only if every rule admits it, and then
 // every rule is charged (see [admit.Limits]). For Limits of one rule it
-// returns exactly what [New] returns for that rule. For two rules or more
-// it is an [admit.CompositeStore], an [admit.Resetter] and an
-// [admit.StatsReporter], keeping every
-// rule's state of a key together and deciding them under the key's stripe
-// lock, all or nothing; when every rule is a token bucket it is also an
-// [admit.KeyedReserver], so [admit.WaitKey] paces its waiters. It supports
+// returns exactly what [New] returns for that rule, which is an
+// [admit.CompositeStore] too. For two rules or more it keeps every rule's
+// state of a key together and decides them under the key's stripe lock,
+// all or nothing; when every rule is a token bucket its ReserveN reserves
+// ahead in every rule, so [admit.WaitKey] paces its waiters. It supports
 // every mix of the four algorithms and the options [New] takes, and, as
 // New, returns an error wrapping [admit.ErrUnsupported] for
 // [admit.WithHashedKeys]. Other errors wrap [admit.ErrInvalidRule] or
 // [admit.ErrInvalidOption].
-func NewLimits(limits admit.Limits, opts ...admit.Option) (admit.KeyedLimiter, error) {
+func NewLimits(limits admit.Limits, opts ...admit.Option) (admit.CompositeStore, error) {
 	if err := limits.Validate(); err != nil {
 		return nil, err // already "admit: invalid …: …"
 	}

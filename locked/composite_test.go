@@ -19,7 +19,7 @@ import (
 func TestCompositeConformance(t *testing.T) {
 	v := conformance.CompositeVariant{
 		Name:             "locked",
-		NewLimits:        locked.NewLimits,
+		NewLimits:        conformance.KeyedLimits(locked.NewLimits),
 		NewLimitsLimiter: locked.NewLimitsLimiter,
 		Supports:         func(admit.Algorithm) bool { return true },
 	}
@@ -60,10 +60,11 @@ func TestLimitsOfOneRule(t *testing.T) {
 	}
 }
 
-// TestLimitsInterfaces: for two rules or more, NewLimits is a
-// CompositeStore and a Resetter, never a Store (it has no one Rule), and a
-// KeyedReserver exactly when every rule is a token bucket; NewLimitsLimiter
-// is a CompositeLimiter, and a Reserver exactly then.
+// TestLimitsInterfaces: for two rules or more, NewLimits's CompositeStore
+// is never a Store (it has no one Rule), and its ReserveN reserves ahead
+// exactly when every rule is a token bucket (otherwise it refuses a spent
+// key with the denial's RetryAfter); NewLimitsLimiter is a
+// CompositeLimiter, and a Reserver exactly then.
 func TestLimitsInterfaces(t *testing.T) {
 	for _, c := range []struct {
 		text       string
@@ -74,23 +75,26 @@ func TestLimitsInterfaces(t *testing.T) {
 		{"sliding-log,2,1s + sliding-counter,5,1m + fixed-window,9,1h", false},
 	} {
 		l := mustLimits(t, c.text)
-		keyed, err := locked.NewLimits(l)
+		keyed, err := locked.NewLimits(l, admit.WithClock(clock.NewFake()))
 		require.NoError(t, err)
-		cs, ok := keyed.(admit.CompositeStore)
-		require.True(t, ok, c.text)
-		assert.Equal(t, l, cs.Limits())
-		assert.Implements(t, (*admit.Resetter)(nil), keyed)
+		assert.Equal(t, l, keyed.Limits())
 		_, isStore := keyed.(admit.Store)
 		assert.False(t, isStore, c.text)
-		_, isReserver := keyed.(admit.KeyedReserver)
-		assert.Equal(t, c.reservable, isReserver, c.text)
+		for keyed.Allow("k").Allowed {
+		}
+		denied := keyed.Allow("k")
+		r, ok := keyed.ReserveN("k", 1, admit.Never)
+		assert.Equal(t, c.reservable, ok, "%s: ReserveN of a spent key reserves ahead", c.text)
+		if !c.reservable {
+			assert.Equal(t, denied.RetryAfter, r.Delay, c.text)
+		}
 
 		single, err := locked.NewLimitsLimiter(l)
 		require.NoError(t, err)
 		cl, ok := single.(admit.CompositeLimiter)
 		require.True(t, ok, c.text)
 		assert.Equal(t, l, cl.Limits())
-		_, isReserver = single.(admit.Reserver)
+		_, isReserver := single.(admit.Reserver)
 		assert.Equal(t, c.reservable, isReserver, c.text)
 	}
 }
@@ -148,7 +152,7 @@ func TestLimitsAllowNWhich(t *testing.T) {
 		{1, false, 1, 2}, // the bucket needs 500ms, the window has room
 		{6, false, 0, 5}, // above both Limits: Never in both, the first
 	} {
-		d, which := keyed.(admit.CompositeStore).AllowNWhich("k", step.n)
+		d, which := keyed.AllowNWhich("k", step.n)
 		sd, swhich := single.(admit.CompositeLimiter).AllowNWhich(step.n)
 		assert.Equal(t, d, sd, "step %d: the keyed store and the single key differ", i)
 		assert.Equal(t, which, swhich, "step %d", i)
@@ -197,7 +201,7 @@ func TestLimitsLimiterDifferential(t *testing.T) {
 				maxWait := time.Duration(rapid.SampledFrom([]int64{0, int64(time.Second), int64(admit.Never)}).Draw(rt, "maxWait"))
 				d, ok, ticket := k.ReserveHold(state, &hold, now, n, maxWait)
 				r, gotOK := single.(admit.Reserver).ReserveN(n, maxWait)
-				kr, keyedOK := keyed.(admit.KeyedReserver).ReserveN("a", n, maxWait)
+				kr, keyedOK := keyed.ReserveN("a", n, maxWait)
 				if r.Delay != d || gotOK != ok || kr.Delay != d || keyedOK != ok {
 					rt.Fatalf("%v op %d: ReserveN(t=%v, %d, %v) = %v, %v (keyed %v, %v), want %v, %v", l, i, now, n, maxWait, r.Delay, gotOK, kr.Delay, keyedOK, d, ok)
 				}
@@ -212,7 +216,7 @@ func TestLimitsLimiterDifferential(t *testing.T) {
 					hold = kernel.CompositeHold{}
 				}
 				got := single.(admit.Reserver).CancelReservation(m.single)
-				gotKeyed := keyed.(admit.KeyedReserver).CancelReservation("a", m.keyed)
+				gotKeyed := keyed.CancelReservation("a", m.keyed)
 				if got != ok || gotKeyed != ok {
 					rt.Fatalf("%v op %d: CancelReservation(t=%v) = %v (keyed %v), want %v", l, i, now, got, gotKeyed, ok)
 				}
@@ -223,7 +227,7 @@ func TestLimitsLimiterDifferential(t *testing.T) {
 					hold = kernel.CompositeHold{}
 				}
 				got, which := single.(admit.CompositeLimiter).AllowNWhich(n)
-				gotKeyed, keyedWhich := keyed.(admit.CompositeStore).AllowNWhich("a", n)
+				gotKeyed, keyedWhich := keyed.AllowNWhich("a", n)
 				if got != want || which != wantWhich || gotKeyed != want || keyedWhich != wantWhich {
 					rt.Fatalf("%v op %d: AllowNWhich(t=%v, %d) = %+v, %d (keyed %+v, %d), want %+v, %d", l, i, now, n, got, which, gotKeyed, keyedWhich, want, wantWhich)
 				}

@@ -15,13 +15,10 @@
 // attacker-chosen keys cannot be aimed at one stripe; no lock is shared by
 // all keys. It evicts a key only when its state is equivalent to a fresh
 // key's, so eviction changes no decision, and [admit.WithMaxKeys] bounds its
-// keys (docs/keyed-stores.md). A keyed limiter is an [admit.Store]
-// ([admit.CompositeStore] for two rules or more) with Len and Sweep, an
-// [admit.Resetter], and an [admit.StatsReporter]: Stats reports the keys
-// stored, the bound, and the keys evicted and the requests for new keys a
-// full store denied since it was built, counted only where keys are inserted, evicted
-// or refused; it takes each stripe's lock in turn, as Len does, and is
-// meant for a metrics scrape. Every limiter here reads its clock once per
+// keys (docs/keyed-stores.md). New returns an [admit.Store] and NewLimits
+// an [admit.CompositeStore], with every control of the store: Stats
+// counts only where keys are inserted, evicted or refused, and takes each
+// stripe's lock in turn, as Len does; it is meant for a metrics scrape. Every limiter here reads its clock once per
 // call and is safe for concurrent use.
 package locked
 
@@ -41,9 +38,8 @@ import (
 // of lock stripes), [admit.WithMaxKeys] and [admit.WithClock]; it returns an
 // error wrapping [admit.ErrUnsupported] for [admit.WithHashedKeys] (package
 // sharded has it). Other errors wrap [admit.ErrInvalidRule] or
-// [admit.ErrInvalidOption]. The limiter is always an [admit.Store] and an
-// [admit.StatsReporter].
-func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
+// [admit.ErrInvalidOption].
+func New(rule admit.Rule, opts ...admit.Option) (admit.Store, error) {
 	if err := rule.Validate(); err != nil {
 		return nil, err // already "admit: invalid …: …"
 	}

@@ -16,7 +16,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Variant{
 		Name:       "locked",
-		New:        locked.New,
+		New:        conformance.Keyed(locked.New),
 		NewLimiter: locked.NewLimiter,
 		Supports:   func(admit.Algorithm) bool { return true },
 		Store:      &conformance.StoreHooks{EvictAt: mapstore.EvictAt, Pause: mapstore.Pause},

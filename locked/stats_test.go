@@ -13,6 +13,6 @@ import (
 // nothing. The conformance suite's Stats checks hold the counts themselves.
 func TestStoreAllocs(t *testing.T) {
 	all := func(admit.Algorithm) bool { return true }
-	conformance.StoreAllocs(t, conformance.Variant{Name: "locked", New: locked.New, Supports: all})
-	conformance.CompositeStoreAllocs(t, conformance.CompositeVariant{Name: "locked", NewLimits: locked.NewLimits, Supports: all})
+	conformance.StoreAllocs(t, conformance.Variant{Name: "locked", New: conformance.Keyed(locked.New), Supports: all})
+	conformance.CompositeStoreAllocs(t, conformance.CompositeVariant{Name: "locked", NewLimits: conformance.KeyedLimits(locked.NewLimits), Supports: all})
 }

@@ -73,9 +73,9 @@ type Labels struct {
 
 	// Store reports the keyed store behind the decisions, or is nil: the
 	// keyed stores of packages atomic, locked and sharded implement
-	// [admit.StatsReporter]. An exporter reads it when it is scraped, never on
+	// [StatsReporter]. An exporter reads it when it is scraped, never on
 	// the decision path.
-	Store admit.StatsReporter
+	Store StatsReporter
 }
 
 // Outcome is what became of one observed decision.
@@ -141,4 +141,12 @@ type Instrument interface {
 	// when the instrument is resolved: callers of an untimed instrument read
 	// no clock for it.
 	Timed() bool
+}
+
+// StatsReporter is a keyed store that reports [admit.StoreStats]: every
+// [admit.Store] and [admit.CompositeStore]. Stats costs time in proportion
+// to the store's shards (it reads Len), and is meant for a metrics scrape,
+// not for the decision path.
+type StatsReporter interface {
+	Stats() admit.StoreStats
 }

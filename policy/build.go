@@ -27,14 +27,17 @@ type builder struct {
 }
 
 // Factory builds a keyed limiter for a rule: the New function of a variant
-// package, such as sharded.New or locked.New.
+// package, such as sharded.New or locked.New, with its result seen as an
+// [admit.KeyedLimiter], the form [WithFactory] keeps whatever the type its
+// argument returns.
 type Factory func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error)
 
 // LimitsFactory builds a keyed limiter for a composite, Limits of two or
 // more rules: the NewLimits function of a variant package, such as
 // sharded.NewLimits or locked.NewLimits. The limiter it returns must have
 // [admit.CompositeStore]'s AllowNWhich, which [Service.CheckNWhich] calls;
-// the variants' NewLimits return a CompositeStore for two or more rules.
+// the variants' NewLimits return a CompositeStore. It is the form
+// [WithLimitsFactory] keeps, as Factory is [WithFactory]'s.
 type LimitsFactory func(admit.Limits, ...admit.Option) (admit.KeyedLimiter, error)
 
 // WithFactory makes [NewService] build the limiters of single rules with f,
@@ -45,14 +48,35 @@ type LimitsFactory func(admit.Limits, ...admit.Option) (admit.KeyedLimiter, erro
 // with a variant other than f's. It is an option of NewService only: the
 // variants' own constructors build one limiter each and refuse it with an
 // error wrapping [admit.ErrUnsupported].
-func WithFactory(f Factory) admit.Option {
+//
+// WithFactory is generic over f's result, so that a variant's New, which
+// returns an [admit.Store], and a factory of limiters of another kind (a
+// Redis store's, an [admit.KeyedLimiter]) are both passed as they are.
+func WithFactory[L admit.KeyedLimiter](f func(admit.Rule, ...admit.Option) (L, error)) admit.Option {
 	return plumb.NewOption(func(s *plumb.Settings) error {
 		if f == nil {
 			return fmt.Errorf("%w: WithFactory(nil); pass a variant's New, such as sharded.New or locked.New", admit.ErrInvalidOption)
 		}
-		s.Factory = f
+		s.Factory = factoryOf(f)
 		return nil
 	})
+}
+
+// factoryOf returns f as a Factory: its result seen as an
+// admit.KeyedLimiter (a nil interface stays nil, which newLimiter refuses).
+func factoryOf[L admit.KeyedLimiter](f func(admit.Rule, ...admit.Option) (L, error)) Factory {
+	return func(r admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
+		lim, err := f(r, opts...)
+		return lim, err
+	}
+}
+
+// limitsFactoryOf is factoryOf for a LimitsFactory.
+func limitsFactoryOf[L admit.KeyedLimiter](f func(admit.Limits, ...admit.Option) (L, error)) LimitsFactory {
+	return func(l admit.Limits, opts ...admit.Option) (admit.KeyedLimiter, error) {
+		lim, err := f(l, opts...)
+		return lim, err
+	}
 }
 
 // WithLimitsFactory makes [NewService] build the limiters of composites (the
@@ -61,13 +85,14 @@ func WithFactory(f Factory) admit.Option {
 // sharded.NewLimits. The entries of one rule are still built by the
 // [WithFactory] factory, or sharded.New. It is an option of NewService only:
 // the variants' own constructors refuse it with an error wrapping
-// [admit.ErrUnsupported].
-func WithLimitsFactory(f LimitsFactory) admit.Option {
+// [admit.ErrUnsupported]. It is generic over f's result, as [WithFactory]
+// is.
+func WithLimitsFactory[L admit.KeyedLimiter](f func(admit.Limits, ...admit.Option) (L, error)) admit.Option {
 	return plumb.NewOption(func(s *plumb.Settings) error {
 		if f == nil {
 			return fmt.Errorf("%w: WithLimitsFactory(nil); pass a variant's NewLimits, such as sharded.NewLimits or locked.NewLimits", admit.ErrInvalidOption)
 		}
-		s.LimitsFactory = f
+		s.LimitsFactory = limitsFactoryOf(f)
 		return nil
 	})
 }
@@ -80,16 +105,24 @@ func WithLimitsFactory(f LimitsFactory) admit.Option {
 // that do not pack (docs/design.md, "Which package to import").
 func defaultFactory(rule admit.Rule) Factory {
 	if table.Packs(rule) {
-		return atomic.New
+		return atomicNew
 	}
-	return sharded.New
+	return shardedNew
 }
+
+// atomicNew, shardedNew and shardedNewLimits are the variants'
+// constructors as factories, made once.
+var (
+	atomicNew        = factoryOf(atomic.New)
+	shardedNew       = factoryOf(sharded.New)
+	shardedNewLimits = limitsFactoryOf(sharded.NewLimits)
+)
 
 // defaultLimitsFactory is the variant a Service uses for composites when
 // neither [WithLimitsFactory] nor [WithFactory] chooses one: sharded's,
 // the map store, which holds every rule's state of a key in one state
 // (atomic has no keyed composite).
-var defaultLimitsFactory LimitsFactory = sharded.NewLimits
+var defaultLimitsFactory = shardedNewLimits
 
 // whicher is what Service.CheckNWhich calls on a composite's limiter:
 // admit.CompositeStore's AllowNWhich.

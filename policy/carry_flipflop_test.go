@@ -31,8 +31,8 @@ func checkUntilDenied(s *policy.Service, user, api string) int {
 // has no keyed composite: its composites are sharded's).
 var variants = []struct {
 	name   string
-	f      policy.Factory
-	limits policy.LimitsFactory
+	f      func(admit.Rule, ...admit.Option) (admit.Store, error)
+	limits func(admit.Limits, ...admit.Option) (admit.CompositeStore, error)
 }{
 	{"sharded", sharded.New, sharded.NewLimits},
 	{"locked", locked.New, locked.NewLimits},

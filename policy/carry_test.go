@@ -257,8 +257,8 @@ func TestReloadCarryRace(t *testing.T) {
 // new limits.
 func TestReloadRacingCall(t *testing.T) {
 	var mu sync.Mutex
-	var built []admit.KeyedLimiter
-	f := func(r admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
+	var built []admit.Store
+	f := func(r admit.Rule, opts ...admit.Option) (admit.Store, error) {
 		l, err := admitatomic.New(r, opts...) // the table, whose pause point is after the state word's load
 		mu.Lock()
 		built = append(built, l)
@@ -268,9 +268,9 @@ func TestReloadRacingCall(t *testing.T) {
 	fake := clock.NewFake()
 	s := service(t, parse(t, "default = token-bucket,1000,1h\napi./x = fixed-window,10,1m\n"), admit.WithClock(fake), policy.WithFactory(f))
 	spendN(t, s, "u", "/x", 7)
-	var old admit.KeyedLimiter
+	var old admit.Store
 	for _, l := range built {
-		if l.(admit.Store).Rule().Limit == 10 && l.(admit.Store).Len() == 1 {
+		if l.Rule().Limit == 10 && l.Len() == 1 {
 			old = l
 		}
 	}
@@ -282,7 +282,7 @@ func TestReloadRacingCall(t *testing.T) {
 	assert.Equal(t, admit.Decision{Allowed: true, Limit: 20, Remaining: 12, ResetAfter: time.Minute}, d)
 	assert.Equal(t, "fixed-window,20,1m", l.String())
 	assert.Zero(t, which)
-	assert.Zero(t, old.(admit.Store).Len(), "the old limiter keeps nothing")
+	assert.Zero(t, old.Len(), "the old limiter keeps nothing")
 	assert.Equal(t, 12, remaining(s, "u", "/x"))
 }
 
@@ -320,7 +320,7 @@ func TestReloadCarryUnsupported(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return hiddenWhich{lim, lim.(admit.CompositeStore)}, nil
+		return hiddenWhich{lim, lim}, nil
 	}
 	for _, tc := range []struct {
 		name       string

@@ -90,8 +90,8 @@ func (s *Service) CheckNWhich(user, api string, n int) (admit.Decision, admit.Li
 }
 
 // Reset forgets the state of the pair (user, api) under the limits the
-// current book gives it (see [Book.LimitsFor]), as [admit.Resetter] does for a
-// key: the pair's next Check sees a fresh budget at its own reading, a
+// current book gives it (see [Book.LimitsFor]), as [admit.Store.Reset] does
+// for a key: the pair's next Check sees a fresh budget at its own reading, a
 // Check of the pair concurrent with Reset is ordered before or after it,
 // never lost or counted twice, and every other pair's budget is untouched,
 // another API's for the same user included. It uses exactly one book, even
@@ -118,7 +118,7 @@ func (s *Service) Reset(user, api string) error {
 	if lim == nil {
 		return nil // never checked under this rule: fresh
 	}
-	r, ok := lim.(admit.Resetter)
+	r, ok := lim.(resetter)
 	if !ok && s.build.target != nil {
 		return fmt.Errorf("%w: policy: Service.Reset(%q, %q): the limiter factory's limiter, a %T, has no Reset(key string)",
 			admit.ErrUnsupported, user, api, lim)
@@ -130,6 +130,12 @@ func (s *Service) Reset(user, api string) error {
 	r.Reset(user)
 	return nil
 }
+
+// resetter is a limiter that can forget a key: every admit.Store and
+// admit.CompositeStore. A Service's limiter is any admit.KeyedLimiter (a
+// factory of the caller's may build one without Reset, a Redis store's
+// has none), so Reset asks for it through this interface.
+type resetter interface{ Reset(key string) }
 
 // built returns the group's limiter for api, or nil if none was built.
 func (g *group) built(api string) admit.KeyedLimiter {

@@ -178,7 +178,7 @@ func TestServiceFactories(t *testing.T) {
 	})
 
 	t.Run("errors", func(t *testing.T) {
-		_, err := policy.NewService(book, policy.WithLimitsFactory(nil))
+		_, err := policy.NewService(book, policy.WithLimitsFactory[admit.KeyedLimiter](nil))
 		assert.ErrorIs(t, err, admit.ErrInvalidOption)
 		assert.ErrorContains(t, err, "WithLimitsFactory(nil)")
 

@@ -134,7 +134,7 @@ func TestMoveBack(t *testing.T) {
 		}
 		return &gated{KeyedLimiter: l, Store: l.(migrate.Store), g: g}, nil
 	}
-	single := func(f policy.Factory) func(*gate) []admit.Option {
+	single := func(f func(admit.Rule, ...admit.Option) (admit.Store, error)) func(*gate) []admit.Option {
 		return func(g *gate) []admit.Option {
 			return []admit.Option{policy.WithFactory(func(r admit.Rule, o ...admit.Option) (admit.KeyedLimiter, error) {
 				l, err := f(r, o...)
@@ -142,7 +142,7 @@ func TestMoveBack(t *testing.T) {
 			})}
 		}
 	}
-	composite := func(f policy.LimitsFactory) func(*gate) []admit.Option {
+	composite := func(f func(admit.Limits, ...admit.Option) (admit.CompositeStore, error)) func(*gate) []admit.Option {
 		return func(g *gate) []admit.Option {
 			return []admit.Option{policy.WithLimitsFactory(func(l admit.Limits, o ...admit.Option) (admit.KeyedLimiter, error) {
 				k, err := f(l, o...)

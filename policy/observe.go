@@ -74,11 +74,17 @@ func (a *apiLimiter) resolve(sc Scope) *instrument {
 	return in
 }
 
+// statsReporter is a limiter that reports statistics: every admit.Store and
+// admit.CompositeStore. A Service's limiter is any admit.KeyedLimiter (a
+// factory of the caller's may build one without Stats, a Redis store's
+// has none), so it asks for Stats through this interface.
+type statsReporter interface{ Stats() admit.StoreStats }
+
 // labels returns the labels of the limiter's decisions for scope, with the
 // limiter as their Store when withStore is true and it reports statistics.
 func (a *apiLimiter) labels(sc Scope, withStore bool) observe.Labels {
 	l := observe.Labels{Source: "policy", Name: a.api, Scope: sc.String(), Limits: a.g.limits}
-	if st, ok := a.lim.(admit.StatsReporter); ok && withStore {
+	if st, ok := a.lim.(statsReporter); ok && withStore {
 		l.Store = st
 	}
 	return l
@@ -94,7 +100,7 @@ func (a *apiLimiter) release(r observe.Releaser) {
 		return
 	}
 	a.retired = true
-	if _, ok := a.lim.(admit.StatsReporter); !ok {
+	if _, ok := a.lim.(statsReporter); !ok {
 		return
 	}
 	for sc := range a.insts {

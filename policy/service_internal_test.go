@@ -22,7 +22,7 @@ import (
 func TestDefaultFactory(t *testing.T) {
 	for _, tc := range []struct {
 		rule admit.Rule
-		want func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error)
+		want func(admit.Rule, ...admit.Option) (admit.Store, error)
 	}{
 		{admit.Rule{Algorithm: admit.TokenBucket, Limit: 10, Window: time.Minute}, admitatomic.New},
 		{admit.Rule{Algorithm: admit.FixedWindow, Limit: 10, Window: time.Minute}, admitatomic.New},

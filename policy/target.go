@@ -69,8 +69,8 @@ type LimiterFactory func(Target) (admit.KeyedLimiter, error)
 // composite (Target.Limits of two or more rules) must have
 // AllowNWhich(key string, n int) (admit.Decision, int), which
 // [Service.CheckNWhich] calls; [Service.Reset] needs Reset(key string)
-// ([admit.Resetter]), and returns an error wrapping [admit.ErrUnsupported]
-// otherwise.
+// (as an [admit.Store] has), and returns an error wrapping
+// [admit.ErrUnsupported] otherwise.
 //
 // It is an option of NewService only (the variants' constructors refuse it
 // with an error wrapping [admit.ErrUnsupported]), and it replaces

@@ -230,7 +230,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	var order []seriesKey
 	bySeries := make(map[seriesKey]*merged, len(snap))
 	var stores []storeKey
-	byStore := map[storeKey]admit.StatsReporter{}
+	byStore := map[storeKey]observe.StatsReporter{}
 	for i := range snap {
 		s := &snap[i]
 		l := &s.Labels

@@ -171,7 +171,7 @@ func TestStoreReleased(t *testing.T) {
 func TestStoreAcrossScopes(t *testing.T) {
 	for _, v := range []struct {
 		name    string
-		factory policy.Factory
+		factory func(admit.Rule, ...admit.Option) (admit.Store, error)
 	}{{"atomic", atomic.New}, {"locked", locked.New}, {"sharded", sharded.New}} {
 		t.Run("impl="+v.name, func(t *testing.T) {
 			c := newCollector(t)

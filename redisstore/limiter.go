@@ -414,8 +414,8 @@ func timedOut(err error) bool {
 //
 // Like AllowN it tells the truth about the network: when Redis does not
 // answer, or ctx ends first, it returns the error, and the state may or may
-// not have been deleted. So [Keyed] has no Reset (it does not implement
-// admit.Resetter, whose Reset returns nothing): a reset that failed would be
+// not have been deleted. So [Keyed] has no Reset (it is no admit.Store,
+// whose Reset returns nothing): a reset that failed would be
 // silent, which is worse than none. Call k.Limiter().Reset(ctx, key) and
 // handle its error. Reset deletes whatever the Redis key holds, a state
 // written under another rule with the same prefix included (which AllowN

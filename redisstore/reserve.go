@@ -14,7 +14,8 @@ import (
 )
 
 // KeyedReserver is a [Keyed] limiter of one token bucket that also hands
-// waiters reservations: an admit.KeyedReserver, so that admit.WaitKey paces
+// waiters reservations (ReserveN and CancelReservation, as an admit.Store
+// has), so that admit.WaitKey paces
 // the waiters of a key across every process sharing the server, handing
 // them successive slots at the rule's rate, instead of polling at each
 // denial's RetryAfter and waking together to fight for one token. Build it
@@ -47,7 +48,17 @@ type KeyedReserver struct {
 	fixed []any
 }
 
-var _ admit.KeyedReserver = (*KeyedReserver)(nil)
+// localReserver is a Policy.Local that hands out reservations: every
+// admit.Store and admit.CompositeStore (a token bucket's reserve ahead, the
+// others reserve nothing ahead). Policy.Local may be any
+// admit.KeyedLimiter, so FailLocal asks for the methods through this
+// interface, and falls back to AllowN without them.
+type localReserver interface {
+	ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool)
+	CancelReservation(key string, r admit.Reservation) bool
+}
+
+var _ localReserver = (*KeyedReserver)(nil)
 
 // reserveScript decides a KeyedReserver's calls (lua/reserve.lua), with
 // the token bucket of lua/tokenbucket.lua.
@@ -119,7 +130,7 @@ func (r *KeyedReserver) AllowN(key string, n int) admit.Decision {
 	return d
 }
 
-// ReserveN implements admit.KeyedReserver: it takes n tokens of key's
+// ReserveN takes n tokens of key's
 // bucket now and reports after how long they are due, if that is within
 // maxWait, in one script call; otherwise it takes nothing and reports false,
 // with the wait that would have been needed (admit.Never for n < 0 or n
@@ -135,8 +146,8 @@ func (r *KeyedReserver) AllowN(key string, n int) admit.Decision {
 // false with the Delay of its denial, one token's interval, so that
 // admit.WaitKey sleeps that long and asks again while its deadline allows;
 // FailOpen reports an immediate reservation (Delay 0, true), taking nothing;
-// FailLocal asks Policy.Local: its ReserveN if it is an admit.KeyedReserver
-// (a local token bucket), else its AllowN, as an immediate reservation if
+// FailLocal asks Policy.Local: its ReserveN if it has one (every
+// admit.Store does), else its AllowN, as an immediate reservation if
 // admitted, or false with the denial's RetryAfter. A probe (n = 0) passes
 // in every mode, and n < 0 or n above the Limit never does.
 func (r *KeyedReserver) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
@@ -173,7 +184,7 @@ func (r *KeyedReserver) ReserveN(key string, n int, maxWait time.Duration) (admi
 	case n == 0 || k.policy.Mode == FailOpen:
 		return reservation.New(0, n, 0), true
 	case k.policy.Mode == FailLocal:
-		if kr, ok := k.policy.Local.(admit.KeyedReserver); ok {
+		if kr, ok := k.policy.Local.(localReserver); ok {
 			return kr.ReserveN(key, n, maxWait)
 		}
 		if d := k.policy.Local.AllowN(key, n); !d.Allowed {
@@ -184,7 +195,7 @@ func (r *KeyedReserver) ReserveN(key string, n int, maxWait time.Duration) (admi
 	return reservation.New(k.closed, n, 0), false
 }
 
-// CancelReservation implements admit.KeyedReserver, as the local token
+// CancelReservation gives back a reservation, as the local token
 // buckets do (kernel.TokenBucket.CancelHold), in one script call: it gives
 // back the tokens of res, a reservation of key that must still wait, if
 // nothing has been admitted or reserved on key since (the bucket is then
@@ -218,7 +229,7 @@ func (r *KeyedReserver) CancelReservation(key string, res admit.Reservation) boo
 	case ticket&redisTicket == 0:
 		// A local reservation's ticket (internal/ticket counts from 1, and
 		// would take 292 years at 10^9 a second to reach 2^63).
-		if kr, ok := k.policy.Local.(admit.KeyedReserver); ok {
+		if kr, ok := k.policy.Local.(localReserver); ok {
 			return kr.CancelReservation(key, res)
 		}
 		return false

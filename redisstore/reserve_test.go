@@ -120,7 +120,11 @@ func TestNewKeyedReserverErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.Same(t, l, r.Limiter())
 	assert.Equal(t, l.Limits(), r.Limits())
-	var _ admit.KeyedReserver = r
+	var _ interface {
+		admit.KeyedLimiter
+		ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool)
+		CancelReservation(key string, r admit.Reservation) bool
+	} = r // what admit.WaitKeyN paces by reservation
 }
 
 // TestReserveDifferential compares a KeyedReserver, and a Limiter of the

@@ -148,17 +148,17 @@ func TestResetReturnsErrors(t *testing.T) {
 }
 
 // The reset of a Redis key returns its error: Limiter.Reset(ctx, key), not
-// admit.Resetter's Reset(key) (README.md).
+// admit.Store's Reset(key) (README.md).
 var _ func(context.Context, string) error = (*redisstore.Limiter)(nil).Reset
 
-// TestKeyedIsNoResetter: neither Keyed nor KeyedReserver is an
-// admit.Resetter, whose Reset returns nothing (a failed reset would be
-// silent), so README.md's lim.(admit.Resetter) would panic on them; each
-// reaches its Limiter, whose Reset returns the error. Needs no server.
+// TestKeyedIsNoResetter: neither Keyed nor KeyedReserver has a Reset(key)
+// that returns nothing, as an admit.Store's does (a failed reset would be
+// silent), so a Service's Reset refuses them; each reaches its Limiter,
+// whose Reset returns the error. Needs no server.
 func TestKeyedIsNoResetter(t *testing.T) {
-	resetter := reflect.TypeFor[admit.Resetter]()
+	resetter := reflect.TypeFor[interface{ Reset(key string) }]()
 	for _, typ := range []reflect.Type{reflect.TypeFor[*redisstore.Keyed](), reflect.TypeFor[*redisstore.KeyedReserver]()} {
-		assert.False(t, typ.Implements(resetter), "%v implements admit.Resetter", typ)
+		assert.False(t, typ.Implements(resetter), "%v has Reset(key string)", typ)
 		m, ok := typ.MethodByName("Limiter")
 		if assert.True(t, ok, "%v has no Limiter method", typ) {
 			assert.Equal(t, reflect.TypeFor[*redisstore.Limiter](), m.Type.Out(0), "%v.Limiter returns", typ)

@@ -26,7 +26,7 @@ import (
 
 type impl struct {
 	name     string
-	new      func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error)
+	new      func(admit.Rule, ...admit.Option) (admit.Store, error)
 	supports func(admit.Algorithm) bool
 }
 
@@ -47,8 +47,8 @@ func notLog(a admit.Algorithm) bool { return a != admit.SlidingLog }
 
 // withHashedKeys returns newLim with admit.WithHashedKeys added to its
 // options.
-func withHashedKeys(newLim func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error)) func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error) {
-	return func(r admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
+func withHashedKeys(newLim func(admit.Rule, ...admit.Option) (admit.Store, error)) func(admit.Rule, ...admit.Option) (admit.Store, error) {
+	return func(r admit.Rule, opts ...admit.Option) (admit.Store, error) {
 		return newLim(r, append(opts, admit.WithHashedKeys())...)
 	}
 }
@@ -150,7 +150,7 @@ func BenchmarkBytesPerKey(b *testing.B) {
 	}
 }
 
-func bytesPerKey(b *testing.B, newLim func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error), rule admit.Rule, nkeys int) float64 {
+func bytesPerKey(b *testing.B, newLim func(admit.Rule, ...admit.Option) (admit.Store, error), rule admit.Rule, nkeys int) float64 {
 	fake := clock.NewFake()
 	fake.Set(time.Hour)
 	buf := make([]byte, 0, 16)

@@ -24,7 +24,7 @@ var compositeVariants = []struct {
 }{
 	{"full", conformance.CompositeVariant{
 		Name:      "sharded",
-		NewLimits: sharded.NewLimits,
+		NewLimits: conformance.KeyedLimits(sharded.NewLimits),
 		Supports:  func(admit.Algorithm) bool { return true },
 	}},
 	{"hashed", conformance.CompositeVariant{
@@ -94,7 +94,7 @@ func TestLimitsOptions(t *testing.T) {
 		}
 		lim, err := sharded.NewLimits(l, opts...)
 		require.NoError(t, err)
-		cs := lim.(admit.CompositeStore)
+		cs := lim
 		require.True(t, lim.AllowN("a", 3).Allowed)
 		require.True(t, lim.Allow("b").Allowed)
 		d, which := cs.AllowNWhich("c", 1)
@@ -144,10 +144,10 @@ func TestLimitsEvictAt(t *testing.T) {
 	}
 }
 
-// TestLimitsReservations: a composite of token buckets is a KeyedReserver
-// whose reservations wait for the slowest rule, and whose cancellation gives
-// back in every rule, only on its key, with full and hashed keys; any other
-// composite is not.
+// TestLimitsReservations: a composite of token buckets reserves ahead: its
+// reservations wait for the slowest rule, and their cancellation gives back
+// in every rule, only on its key, with full and hashed keys; any other
+// composite reserves nothing ahead.
 func TestLimitsReservations(t *testing.T) {
 	for _, hashed := range []bool{false, true} {
 		fake := clock.NewFake()
@@ -157,7 +157,7 @@ func TestLimitsReservations(t *testing.T) {
 		}
 		lim, err := sharded.NewLimits(mustLimits(t, "token-bucket,2,1s + token-bucket,3,6s"), opts...)
 		require.NoError(t, err)
-		res := lim.(admit.KeyedReserver)
+		res := lim
 		require.True(t, lim.AllowN("a", 2).Allowed) // bucket 0 empty, bucket 1 holds 1
 		require.True(t, lim.AllowN("b", 2).Allowed)
 		r, ok := res.ReserveN("a", 2, time.Hour)
@@ -167,18 +167,21 @@ func TestLimitsReservations(t *testing.T) {
 		assert.True(t, res.CancelReservation("a", r))
 		assert.False(t, res.CancelReservation("a", r), "at most once")
 		fake.Set(500 * time.Millisecond)
-		d, which := lim.(admit.CompositeStore).AllowNWhich("a", 1)
+		d, which := lim.AllowNWhich("a", 1)
 		assert.True(t, d.Allowed, "hashed %v: both buckets have their tokens back", hashed)
 		assert.Equal(t, 0, which)
-		d, which = lim.(admit.CompositeStore).AllowNWhich("b", 1)
+		d, which = lim.AllowNWhich("b", 1)
 		assert.True(t, d.Allowed, "hashed %v: b is untouched", hashed)
 		assert.Equal(t, 0, d.Remaining)
 		assert.Equal(t, 0, which)
 
 		other, err := sharded.NewLimits(mustLimits(t, "token-bucket,2,1s + fixed-window,3,6s"), opts...)
 		require.NoError(t, err)
-		_, isReserver := other.(admit.KeyedReserver)
-		assert.False(t, isReserver, "a fixed window hands out no reservations")
+		require.True(t, other.AllowN("a", 2).Allowed)
+		denied := other.Allow("a")
+		r, ok = other.ReserveN("a", 1, time.Hour)
+		assert.False(t, ok, "a fixed window reserves nothing ahead")
+		assert.Equal(t, denied.RetryAfter, r.Delay)
 	}
 }
 
@@ -195,7 +198,7 @@ func TestLimitsAgainstKernel(t *testing.T) {
 		}
 		lim, err := sharded.NewLimits(l, opts...)
 		require.NoError(t, err)
-		cs := lim.(admit.CompositeStore)
+		cs := lim
 		oracle := conformance.NewCompositeOracle(l)
 		swept := 0
 		for i := range 3000 {

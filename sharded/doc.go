@@ -51,9 +51,9 @@
 //
 // # Statistics
 //
-// Every keyed limiter of [New] and [NewLimits] is an [admit.StatsReporter]
-// (as well as an [admit.Store] or [admit.CompositeStore], with Len and
-// Sweep, and an [admit.Resetter]): Stats reports the keys stored (Len), the
+// [New] returns an [admit.Store] and [NewLimits] an [admit.CompositeStore],
+// with every control of the store (Reset, ReserveN, Len, Sweep, Stats):
+// Stats reports the keys stored (Len), the
 // [admit.WithMaxKeys] bound, the keys evicted as idle and the requests for
 // new keys a full store denied, since the store was built. The counts are written
 // only where keys are inserted, evicted or refused, never by a call on a

@@ -17,14 +17,13 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	store := lim.(admit.Store)
 
 	fmt.Println(lim.Allow("alice").Allowed, lim.Allow("bob").Allowed)
 	d := lim.Allow("carol")
-	fmt.Println(d.Allowed, d.RetryAfter, store.Len())
+	fmt.Println(d.Allowed, d.RetryAfter, lim.Len())
 
 	fake.Advance(d.RetryAfter) // a token back: alice's and bob's buckets are full, idle
-	fmt.Println(lim.Allow("carol").Allowed, store.Len() <= 2)
+	fmt.Println(lim.Allow("carol").Allowed, lim.Len() <= 2)
 	// Output:
 	// true true
 	// false 5.1s 2

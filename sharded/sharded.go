@@ -11,9 +11,9 @@ import (
 // eviction; see the package documentation. It supports all four algorithms
 // and honours every option: [admit.WithShards], [admit.WithMaxKeys],
 // [admit.WithHashedKeys] and [admit.WithClock]. The error wraps
-// [admit.ErrInvalidRule] or [admit.ErrInvalidOption]. The limiter is always
-// an [admit.Store] and an [admit.StatsReporter].
-func New(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
+// [admit.ErrInvalidRule] or [admit.ErrInvalidOption]. Its result, an
+// [admit.Store], has every control of the store.
+func New(rule admit.Rule, opts ...admit.Option) (admit.Store, error) {
 	if err := rule.Validate(); err != nil {
 		return nil, err // already "admit: invalid …: …"
 	}

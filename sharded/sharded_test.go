@@ -20,7 +20,7 @@ var hooks = &conformance.StoreHooks{EvictAt: mapstore.EvictAt, Pause: mapstore.P
 func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Variant{
 		Name:       "sharded",
-		New:        sharded.New,
+		New:        conformance.Keyed(sharded.New),
 		Supports:   func(admit.Algorithm) bool { return true },
 		HashedKeys: true,
 		Store:      hooks,

@@ -14,7 +14,7 @@ import (
 // conformance suite's Stats checks hold the counts themselves.
 func TestStoreAllocs(t *testing.T) {
 	all := func(admit.Algorithm) bool { return true }
-	conformance.StoreAllocs(t, conformance.Variant{Name: "sharded", New: sharded.New, Supports: all, HashedKeys: true})
+	conformance.StoreAllocs(t, conformance.Variant{Name: "sharded", New: conformance.Keyed(sharded.New), Supports: all, HashedKeys: true})
 	for _, c := range compositeVariants {
 		conformance.CompositeStoreAllocs(t, c.v)
 	}

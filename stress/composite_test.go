@@ -242,10 +242,7 @@ func newCompositeKeyedSubject(t *testing.T, v variant, ls admit.Limits, clk *str
 	if err != nil {
 		t.Fatalf("%s.NewLimits(%v): %v", v.name, ls, err)
 	}
-	cs, ok := lim.(admit.CompositeStore)
-	if !ok {
-		t.Fatalf("%s.NewLimits(%v) returned a %T, which is not an admit.CompositeStore", v.name, ls, lim)
-	}
+	cs := lim
 	if got := cs.Limits(); got != ls {
 		t.Fatalf("%s.NewLimits(%v).Limits() = %v", v.name, ls, got)
 	}

@@ -232,7 +232,7 @@ func luBuild(t *testing.T, v variant, shape string, limits admit.Limits) luSubje
 	}
 	ctor := v.keyedLimits
 	if one && v.keyed != nil {
-		ctor = func(ls admit.Limits, opts ...admit.Option) (admit.KeyedLimiter, error) {
+		ctor = func(ls admit.Limits, opts ...admit.Option) (admit.CompositeStore, error) {
 			return v.keyed(ls.At(0), opts...)
 		}
 	}
@@ -249,7 +249,7 @@ func luBuild(t *testing.T, v variant, shape string, limits admit.Limits) luSubje
 			allow:  func() admit.Decision { return l.Allow(key) },
 			allowN: func(n int) admit.Decision { return l.AllowN(key, n) },
 		}
-		if r, ok := l.(admit.KeyedReserver); ok {
+		if r := l; buckets(limits) { // the others reserve nothing ahead
 			st.reserve = func(n int, maxWait time.Duration) (admit.Reservation, bool) { return r.ReserveN(key, n, maxWait) }
 		}
 		return st

@@ -51,8 +51,8 @@ var moveBackPairs = map[string]string{"u0": "/x", "u1": "/x", "u2": "/keep", "u3
 // moveBackRun is one run of the workload on the stores of keyed (one rule)
 // or keyedLimits (composites): lo and hi are the limits of 10 and of 20.
 // It reports the first violation, or nil.
-func moveBackRun(keyed func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error),
-	keyedLimits func(admit.Limits, ...admit.Option) (admit.KeyedLimiter, error),
+func moveBackRun(keyed func(admit.Rule, ...admit.Option) (admit.Store, error),
+	keyedLimits func(admit.Limits, ...admit.Option) (admit.CompositeStore, error),
 	lo, hi string, reloads, hammers int, seed uint64, planted bool) error {
 	mb := &moveBack{seed: seed, planted: planted}
 	opts := []admit.Option{admit.WithClock(clock.NewFake())}

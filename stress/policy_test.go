@@ -29,7 +29,7 @@ import (
 // policyBooks returns the two books, with the sliding log replaced by a
 // token bucket of the same Limit if factory cannot build a sliding log (nil
 // is the Service's default choice of variants, which can).
-func policyBooks(t *testing.T, factory policy.Factory) (a, b string) {
+func policyBooks(t *testing.T, factory func(admit.Rule, ...admit.Option) (admit.Store, error)) (a, b string) {
 	sl := "sliding-log"
 	if factory != nil {
 		_, err := factory(admit.Rule{Algorithm: admit.SlidingLog, Limit: 7, Window: time.Second})
@@ -151,7 +151,7 @@ func TestPolicyReload(t *testing.T) {
 // serviceFactory is a Service's limiter factory, named for a subtest.
 type serviceFactory struct {
 	name string
-	f    policy.Factory // nil: the Service's default
+	f    func(admit.Rule, ...admit.Option) (admit.Store, error) // nil: the Service's default
 }
 
 // serviceFactories returns the factory of each keyed variant (WithFactory)

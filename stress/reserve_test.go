@@ -14,7 +14,7 @@ import (
 )
 
 // Reservations and cancellations under stress. Token buckets hand out
-// reservations (admit.Reserver, admit.KeyedReserver) that a waiter may
+// reservations (admit.Reserver, admit.Store.ReserveN) that a waiter may
 // cancel, and a misbehaving program may cancel them too: twice, on another
 // key, with a copy, or at a stale reading. The workload mixes admissions,
 // reservations with every kind of maxWait, the owners' cancellations and a
@@ -245,10 +245,7 @@ func reserverOf(t *testing.T, v variant, keyed bool, rule admit.Rule, clk *stres
 		if err != nil {
 			t.Fatal(err)
 		}
-		kr, ok := lim.(admit.KeyedReserver)
-		if !ok {
-			t.Fatalf("%s.New(%v) is not an admit.KeyedReserver", v.name, rule)
-		}
+		kr := lim
 		return reserver{name: v.name, allow: kr.AllowN, reserve: kr.ReserveN, cancel: kr.CancelReservation, keys: []string{"a", "b", "c"}}
 	}
 	if v.single == nil {

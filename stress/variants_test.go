@@ -21,11 +21,11 @@ import (
 // wrapping admit.ErrUnsupported, not because a list here says so.
 type variant struct {
 	name   string
-	keyed  func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error) // nil: no keyed limiters
-	single func(admit.Rule, ...admit.Option) (admit.Limiter, error)      // nil: no single-key limiters
+	keyed  func(admit.Rule, ...admit.Option) (admit.Store, error)   // nil: no keyed limiters
+	single func(admit.Rule, ...admit.Option) (admit.Limiter, error) // nil: no single-key limiters
 	// keyedLimits and singleLimits are the constructors for composite
 	// limits (admit.Limits); nil: none.
-	keyedLimits  func(admit.Limits, ...admit.Option) (admit.KeyedLimiter, error)
+	keyedLimits  func(admit.Limits, ...admit.Option) (admit.CompositeStore, error)
 	singleLimits func(admit.Limits, ...admit.Option) (admit.Limiter, error)
 }
 
@@ -33,6 +33,17 @@ var variants = []variant{
 	{name: "locked", keyed: locked.New, single: locked.NewLimiter, keyedLimits: locked.NewLimits, singleLimits: locked.NewLimitsLimiter},
 	{name: "atomic", keyed: admitatomic.New, single: admitatomic.NewLimiter, keyedLimits: admitatomic.NewLimits, singleLimits: admitatomic.NewLimitsLimiter},
 	{name: "sharded", keyed: sharded.New, keyedLimits: sharded.NewLimits},
+}
+
+// buckets reports whether every rule of limits is a token bucket: a keyed
+// store of them reserves ahead (any other reserves nothing ahead).
+func buckets(limits admit.Limits) bool {
+	for _, r := range limits.Rules() {
+		if r.Algorithm != admit.TokenBucket {
+			return false
+		}
+	}
+	return true
 }
 
 // variantNamed returns the row of variants called name.

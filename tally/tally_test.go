@@ -211,7 +211,7 @@ func TestRelease(t *testing.T) {
 	other.Store = b
 	tl.Release(other)
 	require.Len(t, tl.Snapshot(), 1)
-	assert.Equal(t, admit.StatsReporter(a), tl.Snapshot()[0].Labels.Store, "another store is not released")
+	assert.Equal(t, observe.StatsReporter(a), tl.Snapshot()[0].Labels.Store, "another store is not released")
 
 	tl.Release(l)
 	got := tl.Snapshot()

@@ -151,11 +151,10 @@ func composite(w io.Writer) error {
 		return err
 	}
 	c := clock.NewFake()
-	lim, err := sharded.NewLimits(limits, admit.WithClock(c))
+	store, err := sharded.NewLimits(limits, admit.WithClock(c))
 	if err != nil {
 		return err
 	}
-	store := lim.(admit.CompositeStore)
 	fmt.Fprintf(w, "\nPart six: 10 per second and 30 per minute on one key (%v).\n", limits)
 	fmt.Fprintln(w, "12 calls at the start of each second; a denial names the limit that bound it.")
 	for sec := range 4 {

@@ -19,7 +19,8 @@ type CompositeVariant struct {
 	Name string
 	// NewLimits and NewLimitsLimiter are the variant's constructors.
 	// NewLimitsLimiter may be nil for a variant that offers only keyed
-	// limiters.
+	// limiters. NewLimits is erased as Variant.New is: pass a local
+	// variant's as KeyedLimits(locked.NewLimits).
 	NewLimits        func(admit.Limits, ...admit.Option) (admit.KeyedLimiter, error)
 	NewLimitsLimiter func(admit.Limits, ...admit.Option) (admit.Limiter, error)
 	// Supports reports whether the variant implements an algorithm; Limits
@@ -68,7 +69,7 @@ type tester interface {
 
 // compositeKeyed is what the keyed limiter of two or more rules of every
 // variant offers: admit.CompositeStore's Limits and AllowNWhich. A local
-// variant's is an admit.CompositeStore and an admit.Resetter as well.
+// variant's is an admit.CompositeStore as well.
 type compositeKeyed interface {
 	admit.KeyedLimiter
 	Limits() admit.Limits

@@ -126,7 +126,7 @@ func testCompositeOneRule(t *testing.T, v CompositeVariant) {
 }
 
 // testCompositeInterfaces: for two or more rules, NewLimits returns an
-// admit.CompositeStore and an admit.Resetter (a remote variant: Limits and
+// admit.CompositeStore (a remote variant: Limits and
 // AllowNWhich), and NewLimitsLimiter an admit.CompositeLimiter, each
 // reporting its Limits.
 func testCompositeInterfaces(t *testing.T, v CompositeVariant) {
@@ -145,8 +145,6 @@ func testCompositeInterfaces(t *testing.T, v CompositeVariant) {
 				assert.True(t, cs.Allow("k").Allowed)
 				assert.Equal(t, 1, cs.Len(), "%v: one key stored", l)
 			}
-			_, ok = lim.(admit.Resetter)
-			assert.True(t, ok, "NewLimits(%v) is an admit.Resetter", l)
 		}
 		if ck, ok := lim.(compositeKeyed); assert.True(t, ok, "NewLimits(%v) has Limits and AllowNWhich", l) {
 			assert.Equal(t, l, ck.Limits())

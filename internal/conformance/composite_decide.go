@@ -334,9 +334,9 @@ func testCompositeReset(t *testing.T, v CompositeVariant) {
 		tbs := mustLimits(t, "token-bucket,3,10s + token-bucket,5,1h")
 		lim, err := v.NewLimits(tbs, admit.WithClock(clock.NewFake()))
 		require.NoError(t, err)
-		res, ok := lim.(admit.KeyedReserver)
+		res, ok := lim.(keyedReserver)
 		if !ok {
-			t.Skip("not an admit.KeyedReserver")
+			t.Skip("no ReserveN")
 		}
 		require.True(t, lim.AllowN("w", 3).Allowed)
 		rv, ok := res.ReserveN("w", 1, time.Minute)

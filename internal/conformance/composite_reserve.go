@@ -22,14 +22,14 @@ import (
 type reserverOf func(key string) (reserve func(n int) admit.Reservation, cancel func(admit.Reservation) bool, allow func(n int) (admit.Decision, int))
 
 // compositeReservers returns v's reserving limiters of l (all token
-// buckets), by name: "keyed" if NewLimits' is an admit.KeyedReserver, and
+// buckets), by name: "keyed" if NewLimits' has ReserveN, and
 // "single" if NewLimitsLimiter's is an admit.Reserver, where each key is a
 // limiter of its own.
 func compositeReservers(t tester, v CompositeVariant, l admit.Limits, fake *clock.Fake) map[string]reserverOf {
 	out := map[string]reserverOf{}
 	lim, err := v.NewLimits(l, admit.WithClock(fake))
 	require.NoError(t, err)
-	if kr, ok := lim.(admit.KeyedReserver); ok {
+	if kr, ok := lim.(keyedReserver); ok {
 		ck, ok := lim.(compositeKeyed)
 		require.True(t, ok, "NewLimits(%v) has Limits and AllowNWhich", l)
 		out["keyed"] = func(key string) (func(int) admit.Reservation, func(admit.Reservation) bool, func(int) (admit.Decision, int)) {
@@ -82,7 +82,7 @@ func testCompositeReserve(t *testing.T, v CompositeVariant) {
 	// 1 per second and 3 per minute (a token every 20s).
 	l := mustLimits(t, "token-bucket,1,1s + token-bucket,3,1m")
 	if len(compositeReservers(t, v, l, clock.NewFake())) == 0 {
-		t.Skip("no admit.KeyedReserver or admit.Reserver for a composite of token buckets")
+		t.Skip("no keyed ReserveN or admit.Reserver for a composite of token buckets")
 	}
 	t.Run("EveryRule", func(t *testing.T) {
 		fake := clock.NewFake()
@@ -188,8 +188,8 @@ func testCompositeReserve(t *testing.T, v CompositeVariant) {
 		}
 	})
 	t.Run("Differential", func(t *testing.T) {
-		if lim, err := v.NewLimits(l); err != nil || !implements[admit.KeyedReserver](lim) {
-			t.Skip("not an admit.KeyedReserver")
+		if lim, err := v.NewLimits(l); err != nil || !implements[keyedReserver](lim) {
+			t.Skip("no ReserveN")
 		}
 		rapid.Check(t, func(rt *rapid.T) {
 			l := drawLimits(rt, v, 2, 3, true)
@@ -197,9 +197,9 @@ func testCompositeReserve(t *testing.T, v CompositeVariant) {
 			fake.Set(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start")))
 			lim, err := v.NewLimits(l, admit.WithClock(fake))
 			require.NoError(rt, err)
-			kr, ok := lim.(admit.KeyedReserver)
+			kr, ok := lim.(keyedReserver)
 			if !ok {
-				rt.Fatalf("NewLimits(%v) is not an admit.KeyedReserver, but NewLimits(%v) is", l, mustLimits(rt, "token-bucket,1,1s + token-bucket,3,1m"))
+				rt.Fatalf("NewLimits(%v) has no ReserveN, but NewLimits(%v) has", l, mustLimits(rt, "token-bucket,1,1s + token-bucket,3,1m"))
 			}
 			oracle := NewCompositeOracle(l)
 			keys := []string{"a", "b"}
@@ -250,8 +250,8 @@ func CompositeHeldMemoryReturns(t *testing.T, v CompositeVariant) {
 	base := heapInUse()
 	lim, err := v.NewLimits(l, admit.WithClock(fake))
 	require.NoError(t, err)
-	res, ok := lim.(admit.KeyedReserver)
-	require.True(t, ok, "%s.NewLimits(%v) is not an admit.KeyedReserver", v.Name, l)
+	res, ok := lim.(keyedReserver)
+	require.True(t, ok, "%s.NewLimits(%v) has no ReserveN", v.Name, l)
 	holds, swept := spendHoldSweep(t, l, lim, res, lim.(admit.CompositeStore), fake, base, n)
 	// Each hold is a large record behind a small map entry, so the map that
 	// was kept took only 4% of what the holds took: the bound is 1/64.

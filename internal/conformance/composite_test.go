@@ -158,8 +158,8 @@ func (m *mapLimits) Reset(key string) {
 }
 
 // The keyed faces of mapLimits: the rule's admit.Store for one rule, an
-// admit.CompositeStore for more; each an admit.KeyedReserver when every
-// rule is a token bucket.
+// admit.CompositeStore for more; each reserves ahead when every rule is a
+// token bucket, and nothing ahead otherwise (reservation.Now).
 type (
 	mapRule       struct{ *mapLimits }
 	mapRuleTB     struct{ mapRule }
@@ -172,7 +172,20 @@ func (m mapRule) AllowN(key string, n int) admit.Decision {
 	d, _ := m.decide(key, n)
 	return d
 }
-func (m mapRule) Rule() admit.Rule { return m.k.Limits().At(0) }
+func (m mapRule) Rule() admit.Rule                                    { return m.k.Limits().At(0) }
+func (m mapRule) Limits() admit.Limits                                { return m.k.Limits() }
+func (m mapRule) AllowNWhich(key string, n int) (admit.Decision, int) { return m.decide(key, n) }
+
+// ReserveN and CancelReservation of a store that reserves nothing ahead
+// (the TB faces have their own), and Stats of either.
+func (m *mapLimits) ReserveN(key string, n int, _ time.Duration) (admit.Reservation, bool) {
+	d, _ := m.decide(key, n)
+	return reservation.Now(d.Allowed, d.RetryAfter, n)
+}
+func (m *mapLimits) CancelReservation(_ string, r admit.Reservation) bool {
+	return reservation.NowCancelled(r)
+}
+func (m *mapLimits) Stats() admit.StoreStats { return admit.StoreStats{Keys: m.Len()} }
 
 func (m mapComposite) Allow(key string) admit.Decision { return m.AllowN(key, 1) }
 func (m mapComposite) AllowN(key string, n int) admit.Decision {
@@ -195,10 +208,9 @@ func (m mapCompositTB) CancelReservation(key string, r admit.Reservation) bool {
 
 var (
 	_ admit.Store          = mapRule{}
-	_ admit.KeyedReserver  = mapRuleTB{}
+	_ admit.Store          = mapRuleTB{}
 	_ admit.CompositeStore = mapComposite{}
-	_ admit.Resetter       = mapComposite{}
-	_ admit.KeyedReserver  = mapCompositTB{}
+	_ admit.CompositeStore = mapCompositTB{}
 )
 
 // The single-key faces: key "" of a store of its own.

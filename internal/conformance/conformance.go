@@ -30,7 +30,9 @@ import (
 type Variant struct {
 	Name string
 	// New and NewLimiter are the variant's constructors. NewLimiter may be nil
-	// for a variant that offers only keyed limiters.
+	// for a variant that offers only keyed limiters. New is erased to
+	// admit.KeyedLimiter, since a remote variant's limiters are no
+	// admit.Store: pass a local variant's as Keyed(locked.New).
 	New        func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error)
 	NewLimiter func(admit.Rule, ...admit.Option) (admit.Limiter, error)
 	// Supports reports whether the variant implements an algorithm; for the
@@ -62,6 +64,43 @@ type Variant struct {
 	// behind New's limiters, which must then also have the methods
 	// Len() int and Sweep() int. See [StoreHooks].
 	Store *StoreHooks
+}
+
+// keyedReserver is a keyed limiter that hands out reservations: every local
+// store (admit.Store, admit.CompositeStore), whose token buckets reserve
+// ahead and whose windows reserve nothing ahead, and a remote variant's
+// reservers. The suite runs over local and remote variants alike, whose
+// constructors return different types (Variant.New erases them to
+// admit.KeyedLimiter), so it reaches the methods a remote limiter may lack
+// through interfaces of its own.
+type keyedReserver interface {
+	admit.KeyedLimiter
+	ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool)
+	CancelReservation(key string, r admit.Reservation) bool
+}
+
+// Keyed erases the result type of a keyed constructor (admit.Store for the
+// local variants' New, a type of its own for a remote variant's), for
+// Variant.New.
+func Keyed[L admit.KeyedLimiter](f func(admit.Rule, ...admit.Option) (L, error)) func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error) {
+	return func(rule admit.Rule, opts ...admit.Option) (admit.KeyedLimiter, error) {
+		lim, err := f(rule, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return lim, nil
+	}
+}
+
+// KeyedLimits is Keyed for a NewLimits, for CompositeVariant.NewLimits.
+func KeyedLimits[L admit.KeyedLimiter](f func(admit.Limits, ...admit.Option) (L, error)) func(admit.Limits, ...admit.Option) (admit.KeyedLimiter, error) {
+	return func(limits admit.Limits, opts ...admit.Option) (admit.KeyedLimiter, error) {
+		lim, err := f(limits, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return lim, nil
+	}
 }
 
 // Algorithms lists every algorithm, in order.
@@ -420,10 +459,10 @@ func testKeyBufferReused(t *testing.T, v Variant, alg admit.Algorithm) {
 			require.True(t, lim.Allow(keyB).Allowed, "%v: Allow(key-1) from buffer B", rule)
 			require.True(t, lim.AllowN(keyB, rule.Limit-2).Allowed, "%v: AllowN(key-1, %d) from buffer B", rule, rule.Limit-2)
 			var (
-				kr  admit.KeyedReserver
+				kr  keyedReserver
 				res admit.Reservation
 			)
-			if r, ok := lim.(admit.KeyedReserver); ok && alg == admit.TokenBucket {
+			if r, ok := lim.(keyedReserver); ok && alg == admit.TokenBucket {
 				kr = r
 				res, ok = kr.ReserveN(keyB, 1, time.Hour)
 				require.True(t, ok, "%v: ReserveN(key-1, 1) from buffer B", rule)

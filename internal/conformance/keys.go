@@ -98,13 +98,13 @@ func testFullStoreRetryAfter(t *testing.T, v Variant, alg admit.Algorithm) {
 // store asked for, and hands the waiter a Delay of 1ns instead, so that the
 // waiter's real sleep orders nothing and takes no time.
 type fakeWaits struct {
-	admit.KeyedReserver
+	keyedReserver
 	clock   *clock.Fake
 	refused int
 }
 
 func (f *fakeWaits) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
-	r, ok := f.KeyedReserver.ReserveN(key, n, maxWait)
+	r, ok := f.keyedReserver.ReserveN(key, n, maxWait)
 	if !ok && r.Delay > 0 && r.Delay < maxWait {
 		f.refused++
 		f.clock.Advance(r.Delay)
@@ -126,12 +126,12 @@ func testWaitKeyFullStore(t *testing.T, v Variant, alg admit.Algorithm) {
 	fake.Set(time.Hour)
 	lim, err := v.New(rule, admit.WithClock(fake), admit.WithMaxKeys(1), admit.WithShards(1))
 	require.NoError(t, err)
-	kr, ok := lim.(admit.KeyedReserver)
+	kr, ok := lim.(keyedReserver)
 	if !ok {
-		t.Skip("not an admit.KeyedReserver")
+		t.Skip("no ReserveN")
 	}
 	require.True(t, lim.Allow("a").Allowed)
-	waits := &fakeWaits{KeyedReserver: kr, clock: fake}
+	waits := &fakeWaits{keyedReserver: kr, clock: fake}
 	require.NoError(t, admit.WaitKey(context.Background(), waits, "b"))
 	require.Equal(t, 1, waits.refused, "the first reservation of b meets a full store and waits for a to become idle")
 	assert.Equal(t, admit.Decision{Allowed: true, Limit: 2, Remaining: 1, ResetAfter: time.Second}, lim.AllowN("b", 0),

@@ -117,9 +117,9 @@ func testHeldMemoryReturns(t *testing.T, v Variant, alg admit.Algorithm) {
 	base := heapInUse()
 	lim, err := v.New(rule, admit.WithClock(fake))
 	require.NoError(t, err)
-	res, ok := lim.(admit.KeyedReserver)
+	res, ok := lim.(keyedReserver)
 	if !ok {
-		t.Skip("not an admit.KeyedReserver")
+		t.Skip("no ReserveN")
 	}
 	holds, swept := spendHoldSweep(t, rule, lim, res, lim.(storeLimiter), fake, base, n)
 	assert.LessOrEqual(t, swept, holds/4, "%v: heap kept after evicting all %d held keys, of the %d bytes their holds took", rule, n, holds)
@@ -132,7 +132,7 @@ func testHeldMemoryReturns(t *testing.T, v Variant, alg admit.Algorithm) {
 // token due within an hour, leaving a hold; an hour later a sweep must
 // evict every key. It returns the heap the holds took and the heap kept
 // after the sweep, for the caller to bound.
-func spendHoldSweep(t *testing.T, what fmt.Stringer, lim admit.KeyedLimiter, res admit.KeyedReserver, store interface {
+func spendHoldSweep(t *testing.T, what fmt.Stringer, lim admit.KeyedLimiter, res keyedReserver, store interface {
 	Len() int
 	Sweep() int
 }, fake *clock.Fake, base int64, n int) (holds, swept int64) {

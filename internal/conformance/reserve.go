@@ -12,8 +12,9 @@ import (
 	"github.com/admit-go/admit/clock"
 )
 
-// testReserveAsAllow checks, for a keyed limiter that is an
-// admit.KeyedReserver, that ReserveN with maxWait 0 decides exactly as AllowN:
+// testReserveAsAllow checks, for a keyed limiter with ReserveN (every
+// local store, whatever its rule), that ReserveN with maxWait 0 decides
+// exactly as AllowN:
 // two limiters on one clock, one driven by AllowN and the other by ReserveN,
 // give the same answers (a refused reservation's Delay is the denial's
 // RetryAfter), and a probe after every call sees the same state in both. Both
@@ -22,8 +23,8 @@ import (
 func testReserveAsAllow(t *testing.T, v Variant, alg admit.Algorithm) {
 	probe, err := v.New(admit.Rule{Algorithm: alg, Limit: 1, Window: time.Second})
 	require.NoError(t, err)
-	if _, ok := probe.(admit.KeyedReserver); !ok {
-		t.Skip("not an admit.KeyedReserver")
+	if _, ok := probe.(keyedReserver); !ok {
+		t.Skip("no ReserveN")
 	}
 	rapid.Check(t, func(rt *rapid.T) {
 		rule := drawTaken(rt, v, alg)
@@ -37,7 +38,7 @@ func testReserveAsAllow(t *testing.T, v Variant, alg admit.Algorithm) {
 		require.NoError(rt, err)
 		lim, err := v.New(rule, opts...)
 		require.NoError(rt, err)
-		reserving := lim.(admit.KeyedReserver)
+		reserving := lim.(keyedReserver)
 		keys := []string{"a", "b", "c"}
 		for i := range rapid.IntRange(1, 60).Draw(rt, "ops") {
 			switch rapid.IntRange(0, 9).Draw(rt, "op") {
@@ -74,7 +75,7 @@ func reservers(t *testing.T, v Variant, rule admit.Rule, fake *clock.Fake) map[s
 	out := map[string]func(string) (func(int) admit.Reservation, func(admit.Reservation) bool, func(int) admit.Decision){}
 	lim, err := v.New(rule, admit.WithClock(fake))
 	require.NoError(t, err)
-	if kr, ok := lim.(admit.KeyedReserver); ok {
+	if kr, ok := lim.(keyedReserver); ok {
 		out["keyed"] = func(key string) (func(int) admit.Reservation, func(admit.Reservation) bool, func(int) admit.Decision) {
 			return func(n int) admit.Reservation {
 					r, ok := kr.ReserveN(key, n, admit.Never)
@@ -99,7 +100,7 @@ func reservers(t *testing.T, v Variant, rule admit.Rule, fake *clock.Fake) map[s
 		}
 	}
 	if len(out) == 0 {
-		t.Skip("no admit.Reserver or admit.KeyedReserver")
+		t.Skip("no admit.Reserver or keyed ReserveN")
 	}
 	return out
 }
@@ -157,7 +158,7 @@ func testCancel(t *testing.T, v Variant, alg admit.Algorithm) {
 		fake := clock.NewFake()
 		of, ok := reservers(t, v, mustRule(t, "token-bucket,1,1s"), fake)["keyed"]
 		if !ok {
-			t.Skip("not an admit.KeyedReserver")
+			t.Skip("no ReserveN")
 		}
 		resX, cancelX, allowX := of("x")
 		resY, cancelY, allowY := of("y")

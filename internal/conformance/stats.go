@@ -17,7 +17,7 @@ import (
 )
 
 // The Stats checks hold every keyed store to admit.StoreStats: the value a
-// constructor returns is an admit.StatsReporter in every form and with
+// constructor returns has Stats in every form and with
 // every option; Keys is Len; MaxKeys is WithMaxKeys' bound; Evictions
 // counts the keys evicted by insertions' sweeps, the full-store policy and
 // Sweep (Sweep's return exactly), and never a key that Reset forgets or a
@@ -29,7 +29,7 @@ import (
 // statsStore is what every local keyed store offers the Stats checks.
 type statsStore interface {
 	admit.KeyedLimiter
-	admit.StatsReporter
+	reporter
 	Len() int
 	Sweep() int
 }
@@ -104,9 +104,12 @@ func RunCompositeStats(t *testing.T, v CompositeVariant) {
 	}
 }
 
+// reporter is a keyed store's Stats (admit.Store's, admit.CompositeStore's).
+type reporter interface{ Stats() admit.StoreStats }
+
 // statsReporter checks that build's store, with every combination of the
-// store options (hashed keys only if hashed), is an admit.StatsReporter
-// that reports an empty store, then one key.
+// store options (hashed keys only if hashed), has Stats, which reports an
+// empty store, then one key.
 func statsReporter(t *testing.T, what string, build func(...admit.Option) (admit.KeyedLimiter, error), hashed bool) {
 	for _, shards := range []int{0, 1} { // 0: the default
 		for _, maxKeys := range []int{0, 3} { // 0: no bound
@@ -130,8 +133,8 @@ func statsReporter(t *testing.T, what string, build func(...admit.Option) (admit
 				}
 				lim, err := build(opts...)
 				require.NoError(t, err, name)
-				sr, ok := lim.(admit.StatsReporter)
-				if !assert.True(t, ok, "%s: the store, a %T, is not an admit.StatsReporter", name, lim) {
+				sr, ok := lim.(reporter)
+				if !assert.True(t, ok, "%s: the store, a %T, has no Stats", name, lim) {
 					continue
 				}
 				assert.Equal(t, admit.StoreStats{MaxKeys: maxKeys}, sr.Stats(), "%s: Stats() of a new store", name)
@@ -181,7 +184,7 @@ func statsScenario(t *testing.T, what string, build func(...admit.Option) (admit
 	lim.Allow("k0")
 	lim.Allow("k0")
 	check("Allow(k0) twice, a stored key")
-	if kr, ok := lim.(admit.KeyedReserver); ok {
+	if kr, ok := lim.(keyedReserver); ok {
 		_, ok := kr.ReserveN("new", 1, time.Hour)
 		require.False(t, ok, "%s: ReserveN(new, 1) in a full store of busy keys", what)
 		want.FullDenials++
@@ -355,7 +358,7 @@ func CompositeStoreAllocs(t *testing.T, v CompositeVariant) {
 				panic("the bucket is empty")
 			}
 		}), "%v%s: allocations per denied Allow on a stored key", l, opts.name)
-		sr := lim.(admit.StatsReporter)
+		sr := lim.(reporter)
 		assert.Zero(t, testing.AllocsPerRun(100, func() { sr.Stats() }), "%v%s: allocations per Stats", l, opts.name)
 	}
 }
@@ -379,7 +382,7 @@ func storeAllocs(t *testing.T, what string, limit int, hashed bool, build func(.
 				panic("the limit is spent")
 			}
 		}), "%s%s: allocations per denied Allow on a stored key", what, opts.name)
-		sr := lim.(admit.StatsReporter)
+		sr := lim.(reporter)
 		assert.Zero(t, testing.AllocsPerRun(100, func() { sr.Stats() }), "%s%s: allocations per Stats", what, opts.name)
 	}
 }

@@ -36,18 +36,12 @@ type compFullKeys[S any] struct{ store[string, S] }
 // compHashedKeys is a composite store of hashed keys (see hashedKeys).
 type compHashedKeys[S any] struct{ store[uint64, S] }
 
-var (
-	_ admit.CompositeStore = (*compFullKeys[[2]kernel.PartState])(nil)
-	_ admit.CompositeStore = (*compHashedKeys[[8]kernel.PartState])(nil)
-	_ admit.Resetter       = (*compFullKeys[[2]kernel.PartState])(nil)
-	_ admit.Resetter       = (*compHashedKeys[[8]kernel.PartState])(nil)
-)
-
 // NewLimits returns a keyed store enforcing limits, which must be valid and
 // hold two rules or more, independently for every key, with the settings
 // set as [New] reads them. It supports every mix of the four algorithms;
-// when every rule is a token bucket (kernel.Composite.Reservable) it is
-// also an [admit.KeyedReserver]. It is always an [admit.Resetter].
+// when every rule is a token bucket (kernel.Composite.Reservable) it
+// hands out reservations ahead (composite_reserve.go), and otherwise
+// reserves nothing ahead (capabilities.go).
 func NewLimits(limits admit.Limits, set plumb.Settings) admit.CompositeStore {
 	k := kernel.NewComposite(limits)
 	switch limits.Len() {

@@ -141,8 +141,7 @@ func TestCompositeDifferential(t *testing.T) {
 		fake.Set(start)
 		set := plumb.Settings{Clock: fake, Shards: rapid.SampledFrom([]int{1, 4}).Draw(rt, "shards"), HashedKeys: rapid.Bool().Draw(rt, "hashed")}
 		lim := NewLimits(limits, set)
-		keyed, isReserver := lim.(admit.KeyedReserver)
-		require.Equal(rt, reservable, isReserver)
+		keyed := lim
 		want := conformance.NewCompositeOracle(limits)
 		type made struct {
 			key    string
@@ -162,7 +161,7 @@ func TestCompositeDifferential(t *testing.T) {
 				}
 				evicted += n
 			case opReset:
-				lim.(admit.Resetter).Reset(o.key)
+				lim.Reset(o.key)
 				want.Reset(o.key)
 			case opReserve:
 				d, ok, ticket := want.Reserve(o.key, o.at, o.n, o.maxWait)
@@ -288,13 +287,13 @@ func TestCompositeMaxKeys(t *testing.T) {
 func TestCompositeReset(t *testing.T) {
 	fake := clock.NewFake()
 	lim := NewLimits(mustLimits(t, "token-bucket,2,1s + token-bucket,3,1h"), plumb.Settings{Clock: fake})
-	res := lim.(admit.KeyedReserver)
+	res := lim
 	require.True(t, lim.AllowN("a", 2).Allowed)
 	require.True(t, lim.AllowN("b", 2).Allowed)
 	r, ok := res.ReserveN("a", 1, time.Second)
 	require.True(t, ok)
 	require.Equal(t, 500*time.Millisecond, r.Delay)
-	lim.(admit.Resetter).Reset("a")
+	lim.Reset("a")
 	assert.False(t, res.CancelReservation("a", r), "the reservation went with the state")
 	d, _ := lim.AllowNWhich("a", 0)
 	assert.Equal(t, 2, d.Remaining, "a fresh bucket in every rule")
@@ -302,7 +301,7 @@ func TestCompositeReset(t *testing.T) {
 	assert.False(t, d.Allowed, "b kept its state")
 	assert.Equal(t, 0, which)
 	assert.Equal(t, 1, lim.Len())
-	lim.(admit.Resetter).Reset("missing") // does nothing
+	lim.Reset("missing") // does nothing
 	assert.Equal(t, 1, lim.Len())
 }
 
@@ -327,7 +326,7 @@ func TestCompositeReservations(t *testing.T) {
 	fake := clock.NewFake()
 	limits := mustLimits(t, "token-bucket,2,1s + token-bucket,3,6s")
 	lim := NewLimits(limits, plumb.Settings{Clock: fake, Shards: 1})
-	res := lim.(admit.KeyedReserver)
+	res := lim
 	k := kernel.NewComposite(limits)
 	state := func(key string) []kernel.PartState { return storedParts[[2]kernel.PartState](t, lim, key) }
 
@@ -398,7 +397,7 @@ func TestCompositeAllocs(t *testing.T) {
 	}
 	fake := clock.NewFake()
 	lim := NewLimits(mustLimits(t, "token-bucket,1,1s + token-bucket,2,10s"), plumb.Settings{Clock: fake})
-	res := lim.(admit.KeyedReserver)
+	res := lim
 	require.True(t, lim.Allow("k").Allowed)
 	cycle := func() {
 		r, ok := res.ReserveN("k", 1, time.Hour)

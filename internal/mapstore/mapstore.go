@@ -21,8 +21,8 @@
 // and with admit.WithMaxKeys a new key in a full store makes room or is
 // denied (makeRoom, internal/evict.MakeRoom); the evictions and those
 // denials are counted in the store's evict.Counter, on those paths only, and
-// reported by Stats (admit.StatsReporter). Token-bucket stores also hand
-// out reservations, with a hold per waiting key (reserve.go). Composite
+// reported by Stats. Token-bucket stores also hand out reservations ahead,
+// with a hold per waiting key (reserve.go). Composite
 // limits (NewLimits) keep all the rules of a key in one state, decided
 // together through kernel.Composite (composite.go, composite_reserve.go).
 // Every store is a migrate.Store, whose keys a policy.Service moves one by
@@ -57,7 +57,8 @@ import (
 // shards (set.ShardCount), its bound (set.MaxKeys), its clock, and hashed
 // keys if set.HashedKeys. It supports all four algorithms. A token bucket's
 // store, whose states are bare TAT words when kernel.TokenBucket.Packable,
-// is also an [admit.KeyedReserver].
+// hands out reservations ahead (reserve.go); the others reserve nothing
+// ahead (capabilities.go).
 func New(rule admit.Rule, set plumb.Settings) admit.Store {
 	switch rule.Algorithm {
 	case admit.TokenBucket:
@@ -314,19 +315,7 @@ func (l *store[KT, S]) Len() int {
 	return total
 }
 
-// Every store New and NewLimits return reports its statistics.
-var (
-	_ admit.StatsReporter = (*fullKeys[kernel.FixedWindowState])(nil)
-	_ admit.StatsReporter = (*hashedKeys[kernel.Log])(nil)
-	_ admit.StatsReporter = tbFullKeys[uint64]{}
-	_ admit.StatsReporter = tbHashedKeys[kernel.TokenBucketState]{}
-	_ admit.StatsReporter = (*compFullKeys[[2]kernel.PartState])(nil)
-	_ admit.StatsReporter = (*compHashedKeys[[8]kernel.PartState])(nil)
-	_ admit.StatsReporter = tbCompFullKeys[[3]kernel.PartState]{}
-	_ admit.StatsReporter = tbCompHashedKeys[[2]kernel.PartState]{}
-)
-
-// Stats implements [admit.StatsReporter]: Len, the WithMaxKeys bound, and
+// Stats implements [admit.Store]: Len, the WithMaxKeys bound, and
 // the evictions (evicted) and full-store denials (add) counted since the
 // store was built. It takes each shard's lock in turn, as Len does, and is
 // meant for a metrics scrape; the calls on stored keys count nothing.

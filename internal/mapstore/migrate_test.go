@@ -38,16 +38,26 @@ var migrateTexts = []string{
 
 // movable is a store of New or NewLimits as the migration tests use it.
 type movable interface {
-	admit.KeyedLimiter
+	admit.CompositeStore
 	migrate.Store
-	Len() int
+}
+
+// buckets reports whether every rule of limits is a token bucket: a store
+// that reserves ahead.
+func buckets(limits admit.Limits) bool {
+	for _, r := range limits.Rules() {
+		if r.Algorithm != admit.TokenBucket {
+			return false
+		}
+	}
+	return true
 }
 
 // newMovable returns the store of limits with the settings set: New's for
 // one rule, NewLimits's for more.
 func newMovable(t testing.TB, limits admit.Limits, set plumb.Settings) movable {
 	t.Helper()
-	var lim any
+	var lim admit.CompositeStore
 	if limits.Len() == 1 {
 		lim = New(limits.At(0), set)
 	} else {
@@ -341,7 +351,7 @@ func TestKeepRedirectsReservations(t *testing.T) {
 	for _, text := range []string{"token-bucket,4,1s", "token-bucket,3,1s", "token-bucket,3,1s + token-bucket,5,4s"} {
 		limits := mustLimits(t, text)
 		lim := newMovable(t, limits, plumb.Settings{Clock: clock.NewFake()})
-		res := lim.(admit.KeyedReserver)
+		res := lim
 		redirect := admit.Decision{Allowed: true, Limit: 3, Remaining: 1}
 		var redirects int
 		lim.SetHooks(&migrate.Hooks{
@@ -417,7 +427,7 @@ func TestAdopt(t *testing.T) {
 			assert.Equal(t, 1, keeps)
 			assert.Equal(t, 2, lim.Len())
 
-			if res, ok := lim.(admit.KeyedReserver); ok {
+			if res := lim; buckets(limits) {
 				require.True(t, other.AllowN("r", limits.Limit()).Allowed)
 				r, ok := res.ReserveN("r", 1, 0)
 				assert.False(t, ok, "%s: the adopted key is spent", text)
@@ -491,7 +501,7 @@ func TestTakeDropsHold(t *testing.T) {
 			fake := clock.NewFake()
 			set := plumb.Settings{Clock: fake, HashedKeys: hashed}
 			a, b := newMovable(t, limits, set), newMovable(t, limits, set)
-			res := a.(admit.KeyedReserver)
+			res := a
 			require.True(t, a.AllowN("k", limits.Limit()).Allowed)
 			r, ok := res.ReserveN("k", 1, time.Hour)
 			require.True(t, ok)
@@ -503,7 +513,7 @@ func TestTakeDropsHold(t *testing.T) {
 			assert.Zero(t, held.holdCount(), "%s, hashed %v: Take deletes the hold's entry", text, hashed)
 			assert.False(t, res.CancelReservation("k", r), "%s, hashed %v: the hold went with Take", text, hashed)
 			require.True(t, b.Put("k", into))
-			assert.False(t, b.(admit.KeyedReserver).CancelReservation("k", r), "%s: not in the store the key moved to", text)
+			assert.False(t, b.CancelReservation("k", r), "%s: not in the store the key moved to", text)
 			d, _ := conformance.AllowWhich(b, "k", 1)
 			assert.False(t, d.Allowed, "%s: the reservation's tokens are still taken", text)
 			assert.Greater(t, d.RetryAfter, r.Delay, "%s: the next token is due after the reservation's", text)

@@ -74,7 +74,7 @@ func TestShardRebuild(t *testing.T) {
 func TestCancelStoresNoHold(t *testing.T) {
 	fake := clock.NewFake()
 	lim := New(admit.Rule{Algorithm: admit.TokenBucket, Limit: 1, Window: time.Second}, plumb.Settings{Clock: fake, Shards: 1})
-	r := lim.(admit.KeyedReserver)
+	r := lim
 	st := &lim.(tbFullKeys[uint64]).shards[0]
 	r.Allow("a")
 	r.Allow("b")
@@ -107,7 +107,7 @@ func TestCancelStoresNoHold(t *testing.T) {
 func TestEvictionDropsHold(t *testing.T) {
 	fake := clock.NewFake()
 	lim := New(admit.Rule{Algorithm: admit.TokenBucket, Limit: 1, Window: time.Second}, plumb.Settings{Clock: fake, Shards: 1})
-	r := lim.(admit.KeyedReserver)
+	r := lim
 	st := &lim.(tbFullKeys[uint64]).shards[0]
 	r.Allow("b")
 	res, ok := r.ReserveN("b", 1, time.Hour)
@@ -115,7 +115,7 @@ func TestEvictionDropsHold(t *testing.T) {
 		t.Fatalf("ReserveN(b) = %+v, %t; want a wait of 1s", res, ok)
 	}
 	fake.Set(time.Minute) // b's reservation is long due: b is idle
-	if n := lim.(admit.Store).Sweep(); n != 1 {
+	if n := lim.Sweep(); n != 1 {
 		t.Fatalf("Sweep evicted %d keys, want b", n)
 	}
 	if len(st.holds.M) != 0 {

@@ -11,10 +11,11 @@ import (
 	"github.com/admit-go/admit/internal/reservation"
 )
 
-// The keyed token buckets also hand out reservations (admit.KeyedReserver),
+// The keyed token buckets hand out reservations ahead (admit.Store.ReserveN),
 // so that admit.WaitKeyN can pace the waiters of each key. They are the
 // stores of build, wrapped by buildTB in a type of their own, so that only
-// the token bucket offers the methods.
+// the token bucket reserves ahead (the others' ReserveN, in
+// capabilities.go, reserves nothing ahead).
 //
 // A reservation is an admission like any other as far as eviction is
 // concerned: it runs under its shard's lock on the key's stored state, and a
@@ -58,19 +59,6 @@ type (
 	}
 )
 
-var (
-	_ admit.KeyedReserver  = tbFullKeys[uint64]{}
-	_ admit.KeyedReserver  = tbFullKeys[kernel.TokenBucketState]{}
-	_ admit.KeyedReserver  = tbHashedKeys[uint64]{}
-	_ admit.KeyedReserver  = tbHashedKeys[kernel.TokenBucketState]{}
-	_ admit.Store          = tbFullKeys[uint64]{}
-	_ admit.Store          = tbHashedKeys[uint64]{}
-	_ admit.KeyedReserver  = tbCompFullKeys[[2]kernel.PartState]{}
-	_ admit.KeyedReserver  = tbCompHashedKeys[[8]kernel.PartState]{}
-	_ admit.CompositeStore = tbCompFullKeys[[2]kernel.PartState]{}
-	_ admit.CompositeStore = tbCompHashedKeys[[8]kernel.PartState]{}
-)
-
 // pruneHolds is how many other holds a new hold examines for pruning.
 const pruneHolds = 2
 
@@ -87,11 +75,11 @@ func buildTB[S any](kern any, rule admit.Rule, set plumb.Settings) admit.Store {
 }
 
 // reserving gives the store l of a token bucket or of a composite of token
-// buckets the methods of [admit.KeyedReserver]; the wrappers of those stores
-// (tbFullKeys, tbCompFullKeys, …) embed it.
+// buckets the ReserveN and CancelReservation of [admit.Store]; the
+// wrappers of those stores (tbFullKeys, tbCompFullKeys, …) embed it.
 type reserving[KT comparable, S any] struct{ l *store[KT, S] }
 
-// ReserveN implements [admit.KeyedReserver].
+// ReserveN implements [admit.Store] and [admit.CompositeStore].
 func (r reserving[KT, S]) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
 	l := r.l
 	mk, h := l.mapKey(key)
@@ -101,7 +89,7 @@ func (r reserving[KT, S]) ReserveN(key string, n int, maxWait time.Duration) (ad
 	return reserveHeld(l, tbHolder[KT, S]{l.tbKernel()}, key, mk, h, n, maxWait)
 }
 
-// CancelReservation implements [admit.KeyedReserver].
+// CancelReservation implements [admit.Store] and [admit.CompositeStore].
 func (r reserving[KT, S]) CancelReservation(key string, res admit.Reservation) bool {
 	l := r.l
 	mk, h := l.mapKey(key)
@@ -258,7 +246,7 @@ func reserveHeld[KT comparable, S, H any, K holder[KT, S, H]](l *store[KT, S], k
 }
 
 // cancelHeld gives r's tokens back if r is the live hold of its key; see
-// [admit.KeyedReserver.CancelReservation]. A key that is missing was evicted
+// [admit.Store.CancelReservation]. A key that is missing was evicted
 // as fresh, so its reservation was due: nothing is given back. The reading
 // is clamped to the shard's floor, which can only make the kernel refuse (a
 // cancellation is refused once the tokens are due), so a key evicted and

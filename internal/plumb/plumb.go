@@ -131,7 +131,7 @@ func ResolveLimiter(pkg string, opts []Option) (Settings, error) {
 	case s.LimiterFactory != nil:
 		err = fmt.Errorf("%w: policy.WithLimiterFactory builds a policy.Service's limiters; pass it to policy.NewService, not to %s's constructors", ErrUnsupported, pkg)
 	case s.Observer != nil:
-		err = fmt.Errorf("%w: policy.WithObserver observes a policy.Service's decisions; pass it to policy.NewService, not to %s's constructors (a store reports its statistics through admit.StatsReporter)", ErrUnsupported, pkg)
+		err = fmt.Errorf("%w: policy.WithObserver observes a policy.Service's decisions; pass it to policy.NewService, not to %s's constructors (a store reports its statistics through its Stats method)", ErrUnsupported, pkg)
 	}
 	return s, err
 }

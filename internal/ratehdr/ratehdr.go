@@ -308,12 +308,18 @@ func LimiterQuota(name string, rule *admit.Rule, lim admit.KeyedLimiter) (q *Quo
 	return NewQuota(name, rule), nil, limits, ""
 }
 
+// statsReporter is a limiter that reports statistics: every admit.Store and
+// admit.CompositeStore. A middleware limits any admit.KeyedLimiter its
+// caller passes (a Redis store's has no Stats), so Labels asks for Stats
+// through this interface.
+type statsReporter interface{ Stats() admit.StoreStats }
+
 // Labels returns the labels of a middleware's decisions: Source source
 // ("http", "grpc"), Name the quota's name, Limits limits, and Store lim
 // when it reports its statistics.
 func Labels(source, name string, limits admit.Limits, lim admit.KeyedLimiter) observe.Labels {
 	l := observe.Labels{Source: source, Name: name, Limits: limits}
-	if sr, ok := lim.(admit.StatsReporter); ok {
+	if sr, ok := lim.(statsReporter); ok {
 		l.Store = sr
 	}
 	return l

@@ -11,7 +11,7 @@ import (
 	"github.com/admit-go/admit/internal/reservation"
 )
 
-// A token bucket's table also hands out reservations (admit.KeyedReserver),
+// A token bucket's table hands out reservations ahead (admit.Store's ReserveN),
 // so that admit.WaitKeyN can pace the waiters of each key. Reservations and
 // cancellations run under the key's shard's mutex, with the held protocol
 // of package held: a reservation that must wait holds its slot (the word
@@ -24,14 +24,7 @@ import (
 // reserver is the table of a token bucket.
 type reserver struct{ *Store }
 
-var (
-	_ admit.KeyedReserver = reserver{}
-	_ admit.Store         = reserver{}
-	_ admit.StatsReporter = reserver{}
-	_ admit.StatsReporter = (*Store)(nil)
-)
-
-// ReserveN implements [admit.KeyedReserver]. On a key the table does not
+// ReserveN implements [admit.Store]. On a key the table does not
 // hold it honours the hooks as a call does (Adopt before the shard's mutex,
 // Keep under it); a key Keep refuses is decided by Redirect, the mutex
 // released (reserveElsewhere).
@@ -84,7 +77,7 @@ func (r reserver) reserve(sh *shard, rk recKey, key string, adopted migrate.Epoc
 	return reservation.New(d, n, ticket), ok, true
 }
 
-// CancelReservation implements [admit.KeyedReserver]. A key that is missing
+// CancelReservation implements [admit.Store]. A key that is missing
 // (or a tombstone) was evicted as fresh, so its reservation was due: nothing
 // is given back. The reading is clamped to the floor, which can only make
 // the kernel refuse.

@@ -129,7 +129,7 @@ type Store struct {
 
 // New returns the table store for rule, which must pack (Packs), with the
 // settings' clock, shards, key bound and key mode. A token bucket's store
-// is also an admit.KeyedReserver.
+// (a reserver) hands out reservations ahead.
 func New(rule admit.Rule, set plumb.Settings) admit.Store {
 	n := set.ShardCount()
 	t := &Store{
@@ -183,7 +183,7 @@ func (t *Store) now() time.Duration {
 	return t.clock.CoarseNow()
 }
 
-// Stats implements [admit.StatsReporter]: Len, the WithMaxKeys bound, and
+// Stats implements [admit.Store]: Len, the WithMaxKeys bound, and
 // the evictions (sweep) and full-store denials (slow, and a reservation's
 // path) counted since the store was built. It takes each shard's mutex in
 // turn, as Len does, and is meant for a metrics scrape; the lock-free path

@@ -1,6 +1,6 @@
 package admit
 
-// StoreStats is what a keyed store reports of itself through [StatsReporter].
+// StoreStats is what a keyed store reports of itself ([Store.Stats]).
 type StoreStats struct {
 	// Keys is the number of keys stored now (Store.Len).
 	Keys int
@@ -13,12 +13,4 @@ type StoreStats struct {
 	// was built because it was full (WithMaxKeys) and had no idle key to
 	// evict.
 	FullDenials uint64
-}
-
-// StatsReporter is implemented by a keyed store that reports [StoreStats]:
-// every keyed store of packages atomic, locked and sharded. Stats costs
-// time in proportion to the store's shards (it reads Len), and is meant for
-// a metrics scrape, not for the decision path.
-type StatsReporter interface {
-	Stats() StoreStats
 }
