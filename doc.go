@@ -84,10 +84,13 @@
 //   - One key (a client, an outgoing API, a job queue): atomic.NewLimiter
 //     (import as admitatomic). Lock-free, one compare-and-swap on a packed
 //     word; no allocation for any token bucket or fixed window.
-//   - Many keys (users, client addresses, API keys): sharded.New. Every
-//     algorithm (one-word states in the slots of a lock-free table, the
-//     others behind a pointer per key), no allocation per call, the fewest
-//     bytes per key, optional hashed keys.
+//   - Many keys (users, client addresses, API keys) with a token bucket, a
+//     fixed window or a sliding counter: atomic.New. Lock-free, one
+//     compare-and-swap per decision in the slots of a table, no allocation
+//     per call, the fewest bytes per key, optional hashed keys.
+//   - Many keys with a sliding log, or several limits per key: sharded.New
+//     and sharded.NewLimits, every algorithm and composite under striped
+//     per-shard mutexes.
 //   - A sliding log on one key: locked.NewLimiter (atomic has no sliding log).
 //     Package locked is also the plainest code, the kernel under a mutex.
 //
@@ -99,7 +102,7 @@
 //
 //	rule, err := admit.ParseRule("token-bucket,5,10s")
 //	if err != nil { ... }
-//	lim, err := sharded.New(rule) // one budget per user
+//	lim, err := admitatomic.New(rule) // one budget per user
 //	if err != nil { ... }
 //	if d := lim.Allow(userID); !d.Allowed {
 //		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.RetryAfter.Seconds()))))

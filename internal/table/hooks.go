@@ -7,7 +7,7 @@ import (
 )
 
 // The test-only side of a table, for the conformance suite's StoreHooks
-// (internal/conformance), which the tests of sharded wire to these two
+// (internal/conformance), which the tests of atomic wire to these two
 // functions. Nothing else calls them.
 
 // store returns the table behind lim, a limiter New returned.
