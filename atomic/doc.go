@@ -1,104 +1,59 @@
-// Package atomic is admit's lock-free variant, and the one to pick for one
-// key: [NewLimiter] keeps the key's state in one word swapped by
-// compare-and-swap, with no lock and, for every token bucket and fixed
-// window, no allocation. For many keys pick package sharded; for the sliding
-// log, package locked ([NewLimiter] and [New] refuse it and say so).
-//
+// Package atomic is admit's lock-free variant, the fastest for one key and
+// for many: [NewLimiter] keeps one key's state in one word (or an immutable
+// snapshot) swapped by compare-and-swap, and [New] keeps many keys in an
+// open-addressing table whose slots hold each key's state in one word,
+// decided by one compare-and-swap with no lock and no allocation per call.
 // The name collides with sync/atomic; import it under an alias:
 //
 //	import admitatomic "github.com/admit-go/admit/atomic"
 //
-//	lim, err := admitatomic.NewLimiter(rule) // an admit.Limiter
+//	lim, err := admitatomic.NewLimiter(rule) // one key: an admit.Limiter
+//	users, err := admitatomic.New(rule)      // one budget per key
 //
-// # Forms
+// # What it takes
 //
-// A state that fits one 64-bit word is packed into an atomic.Uint64 and updated
-// with a CAS on that word: no allocation on any path. A state that does not fit
-// (a sliding counter's, for some rules) is an immutable snapshot behind an
-// atomic.Pointer, replaced by a CAS on the pointer: one 24-byte allocation
-// per admission, none on a denial.
+// Every token bucket and fixed window, and every sliding counter for one
+// key. [New] takes a sliding counter only when its state packs in one word
+// (Limit < 2^16 and Window >= 2^(2b-1) ns, b the bit length of Limit: 1000
+// per second packs, 60,000 per second does not). What no single
+// compare-and-swap can hold is refused with an error wrapping
+// [admit.ErrUnsupported] that names the constructor to use: the sliding log
+// (sharded.New for many keys, locked.NewLimiter for one), a sliding counter
+// that does not pack (sharded.New), and composite limits on many keys
+// ([NewLimits] of two rules or more: sharded.NewLimits).
 //
-//   - Token bucket, packed ([TokenBucket]): the state is GCRA's theoretical
-//     arrival time, one int64 in units of 1/L' ns, where L' is Limit divided
-//     by gcd(Limit, Window): the coarsest unit in which the emission interval
-//     Window/Limit is whole. Every rule packs (3 per 10s, 7 per minute and
-//     9,999 per second as well as 100 per second), exactly. When
-//     Window/Limit is whole nanoseconds (L' = 1) the word has no horizon;
-//     otherwise it holds TATs up to MaxInt64/L' ns either side of the
-//     clock's origin (97 years for 3 per second, 42 years for 7 per minute,
-//     10.7 days for 9,999 per second), and a state past that is kept under a
-//     mutex instead, with the same decisions and no allocation.
-//   - Token bucket, snapshot ([TokenBucketSnapshot]): any token-bucket rule,
-//     exact to a fraction of a nanosecond, with no horizon, at one 16-byte
-//     allocation per admission; [New] and [NewLimiter] no longer choose it.
-//   - Fixed window, packed ([FixedWindow]): the count and the window index share
-//     the word, the index as an offset from the clock range's first window.
-//     Every rule fits.
-//   - Sliding counter: packed when its two counts and every window index of
-//     the clock range fit the word, which holds when Limit < 2^16 and Window
-//     >= 2^(2b-1) ns, b being the bit length of Limit (1000 per second packs,
-//     60,000 per second does not); a snapshot otherwise.
-//   - Sliding log: not offered. Its state is a ring of Limit timestamps, which no
-//     single CAS can update; use package locked (or sharded) for it. The
-//     constructors return an error wrapping [admit.ErrUnsupported].
+// [NewLimitsLimiter] enforces an [admit.Limits], several rules on one key,
+// all or nothing: every rule's state in one cell published by one
+// compare-and-swap (two packed rules: a 16-byte CAS on amd64, with no
+// allocation; otherwise a snapshot, one allocation per admission). A
+// composite of token buckets hands out reservations.
 //
-// [New] and [NewLimiter] choose the packed form whenever the rule allows it.
-// Every form decides exactly as the kernel does for every reading of the
-// kernels' clock range, ±(2^62-1) ns (146 years either side of the clock's
-// origin), however far apart its readings lie, and readings past the range's
-// ends are taken as its ends. Only the token bucket's word in scaled units
-// has a horizon, and past it the state leaves the word, not the kernel's
-// decisions.
-//
-// A request for one on a packed word, the call limiters see most often,
-// takes a fast path in the single-key limiters and the keyed stores alike:
-// the kernel's one-token specialisation (GCRA on the TAT in the word's own
-// units, or the windows' counts), between one load and one CAS, with the
-// same decisions. The general kernel still decides every other request,
-// every denial, a token bucket held by a reservation or spilled past its
-// word's horizon, and readings the specialisation does not take (outside
-// its range, or, for a window, stale).
-//
-// # Composites
-//
-// [NewLimits] and [NewLimitsLimiter] enforce an [admit.Limits], several
-// rules on one key, all or nothing: every rule's state of a key is in one
-// cell, decided together by the composite kernel and published by one
-// compare-and-swap. Two forms, chosen at construction:
-//
-//   - Pair: two rules whose states each pack in one word (every token
-//     bucket and fixed window, the sliding counters that pack), the two
-//     words side by side and swapped together by a 16-byte CAS
-//     (CMPXCHG16B), with no allocation on any path. amd64 only; a token
-//     bucket past its word's horizon is kept under a mutex, as above.
-//   - Snapshot: any other composite, and every composite on other
-//     architectures: the states in an immutable array behind a pointer,
-//     one allocation of 32 bytes per rule per admission, none per denial.
-//
-// The sliding log is refused in a composite as it is alone. A composite of
-// token buckets hands out reservations, which reserve in every rule and are
-// cancelled in every rule or none.
+// The concrete types [TokenBucket], [TokenBucketSnapshot] and [FixedWindow]
+// are the single-key forms, for callers who want the type itself.
 //
 // # Keyed stores
 //
-// [New] returns an [admit.Store], the lock-free table of package sharded's
-// one-word states, and [NewLimits] the same store for one rule (keyed
-// composites it refuses, naming sharded.NewLimits): every control of the
-// store without a type assertion (Reset, ReserveN, Len, Sweep, Stats).
-// Stats reports the keys stored (Len), the [admit.WithMaxKeys] bound, the
-// keys evicted as idle and the requests for new keys a full store denied,
-// since the store was built; it is meant for a metrics scrape.
-// docs/keyed-stores.md ("Statistics") says what each field counts.
+// [New] returns an [admit.Store]: every control of the store (Reset,
+// ReserveN, Len, Sweep, Stats) without a type assertion. It honours every
+// store option: [admit.WithShards], [admit.WithMaxKeys],
+// [admit.WithHashedKeys] and [admit.WithClock]. A key
+// is evicted only when its state is equivalent to a fresh key's, so
+// eviction changes no decision; a new key in a full store is denied, never
+// admitted beyond its rule. Stats' counts are written only where keys are
+// inserted, evicted or refused, never by a call on a stored key.
+// docs/keyed-stores.md has the table's layout, the eviction protocol and
+// what each statistic counts; docs/algorithms.md has the packed forms.
 //
 // # Consistency
 //
 // Every decision is linearizable: it takes effect at the instant of its
 // successful CAS (or, for a denial, of the load that saw the state it denied
-// on), and the decisions equal those of the mutex variant for the same sequence
-// of calls. Each limiter reads its clock once per call, before its first load;
-// a goroutine that loses a CAS retries with the same reading, which the kernels
-// treat conservatively when the state has meanwhile moved past it (see package
-// admit, "Time").
+// on), and equals the kernel's for the same sequence of calls, at every
+// reading of the kernels' clock range. Each limiter reads its clock once per
+// call; a goroutine that loses a CAS retries with the same reading, which the
+// kernels treat conservatively (see package admit, "Time"). A token bucket
+// whose state leaves its word's range, or that is held by a reservation, is
+// decided under a mutex, with the same decisions.
 //
 // Under heavy contention on one key, CAS retries spin where a mutex would park:
 // measure your own workload against package locked before assuming either wins.

@@ -14,8 +14,8 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/admit-go/admit"
+	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/grpclimit"
-	"github.com/admit-go/admit/sharded"
 )
 
 // The interceptors' own cost: each benchmark calls the interceptor function
@@ -66,13 +66,13 @@ func benchUnary(b *testing.B, intercept grpc.UnaryServerInterceptor, ctx context
 }
 
 // BenchmarkUnaryInterceptor compares the overhead of an admitted unary
-// call: admit's Interceptor over sharded.New with one key (a constant
+// call: admit's Interceptor over atomic.New, the lock-free table, with one key (a constant
 // WithKey), go-grpc-middleware's ratelimit.UnaryServerInterceptor over
 // x/time/rate, and no limiting at all (the interceptor that calls the
 // handler).
 func BenchmarkUnaryInterceptor(b *testing.B) {
 	b.Run("impl=admit", func(b *testing.B) {
-		lim, err := sharded.New(allowAll)
+		lim, err := admitatomic.New(allowAll)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -112,7 +112,7 @@ func BenchmarkUnaryKey(b *testing.B) {
 		{"key=peer+method", []grpclimit.Option{grpclimit.WithKeyFrom(grpclimit.PeerIP(), grpclimit.FullMethod())}, nil},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			lim, err := sharded.New(allowAll)
+			lim, err := admitatomic.New(allowAll)
 			if err != nil {
 				b.Fatal(err)
 			}

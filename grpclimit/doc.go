@@ -6,7 +6,7 @@
 // ([Interceptor.Limit]).
 //
 //	rule, _ := admit.ParseRule("token-bucket,100,1m")
-//	lim, err := sharded.New(rule) // one budget per key: the peer's IP address
+//	lim, err := admitatomic.New(rule) // one budget per key: the peer's IP address
 //	ic, err := grpclimit.New(lim)
 //	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(ic.UnaryServerInterceptor()),
 //		grpc.ChainStreamInterceptor(ic.StreamServerInterceptor()))

@@ -3,7 +3,7 @@
 // stand with the standard headers.
 //
 //	rule, _ := admit.ParseRule("token-bucket,100,1m")
-//	lim, err := sharded.New(rule) // many keys: sharded (see package admit, "Variants")
+//	lim, err := admitatomic.New(rule) // many keys (see package admit, "Variants")
 //	if err != nil { ... }
 //	mw, err := httplimit.New(lim) // RateLimit-Policy from lim.Rule()
 //	if err != nil { ... }

@@ -41,7 +41,8 @@ type Factory func(admit.Rule, ...admit.Option) (admit.KeyedLimiter, error)
 type LimitsFactory func(admit.Limits, ...admit.Option) (admit.KeyedLimiter, error)
 
 // WithFactory makes [NewService] build the limiters of single rules with f,
-// for example WithFactory(locked.New), instead of the default, sharded.New.
+// for example WithFactory(locked.New), instead of the default (atomic.New
+// for the rules its table takes, sharded.New for the others).
 // A book with a composite also needs [WithLimitsFactory], such as
 // WithLimitsFactory(locked.NewLimits) beside WithFactory(locked.New):
 // without it NewService and Reload refuse the composite rather than build it
@@ -83,7 +84,7 @@ func limitsFactoryOf[L admit.KeyedLimiter](f func(admit.Limits, ...admit.Option)
 // entries of two or more rules) with f, for example
 // WithLimitsFactory(locked.NewLimits), instead of the default,
 // sharded.NewLimits. The entries of one rule are still built by the
-// [WithFactory] factory, or sharded.New. It is an option of NewService only:
+// [WithFactory] factory, or the default. It is an option of NewService only:
 // the variants' own constructors refuse it with an error wrapping
 // [admit.ErrUnsupported]. It is generic over f's result, as [WithFactory]
 // is.
@@ -163,7 +164,7 @@ func (b *builder) newLimiter(l admit.Limits) (admit.KeyedLimiter, whicher, error
 	}
 	w, ok := lim.(whicher)
 	if !ok {
-		return nil, nil, fmt.Errorf("%w: the limits factory's limiter, a %T, has no AllowNWhich(key string, n int) (admit.Decision, int), which Service.CheckNWhich calls; build composites with a variant's NewLimits (sharded.NewLimits, locked.NewLimits, atomic.NewLimits), which return an admit.CompositeStore",
+		return nil, nil, fmt.Errorf("%w: the limits factory's limiter, a %T, has no AllowNWhich(key string, n int) (admit.Decision, int), which Service.CheckNWhich calls; build composites with a variant's NewLimits (sharded.NewLimits, locked.NewLimits), which return an admit.CompositeStore",
 			admit.ErrUnsupported, lim)
 	}
 	return lim, w, nil

@@ -26,23 +26,23 @@ import (
 // A Service is safe for concurrent use. Check on a pair it has seen before
 // allocates nothing and takes no lock shared by all pairs: it reads an atomic
 // snapshot and lock-free maps, then the pair's limiter decides. With the
-// default, sharded, a token bucket, a fixed window or a sliding counter
+// default factories, a token bucket, a fixed window or a sliding counter
 // whose state packs in a word decides by one CompareAndSwap on the pair's
-// word in a lock-free table; a sliding log, a wider sliding counter and a
-// composite decide under one shard's mutex. [Service.Reload] swaps in a new
-// book atomically while Checks go on; [Service.Reset] gives one pair a fresh
-// budget.
+// word in atomic's lock-free table; a sliding log, a wider sliding counter
+// and a composite decide under one shard's mutex of sharded's map store.
+// [Service.Reload] swaps in a new book atomically while Checks go on;
+// [Service.Reset] gives one pair a fresh budget.
 //
 // # Memory
 //
 // Budgets are created on first use and kept for the life of the Service (or
 // until a Reload drops their limits): one keyed limiter per (limits, API) in
 // use, holding one state per user. An API costs one keyed limiter: about 3.9
-// KiB with the default, sharded, at GOMAXPROCS=2 (it grows with GOMAXPROCS,
+// KiB with the default table, at GOMAXPROCS=2 (it grows with GOMAXPROCS,
 // through its padded shards); a pair costs its user name's copy, its state
 // and its share of the keyed limiter: with 12-byte names about 39 bytes for
 // a token bucket, a fixed window or a packed sliding counter (a slot of
-// sharded's table, the name inline), about 100 bytes plus 8 per unit of
+// atomic's table, the name inline), about 100 bytes plus 8 per unit of
 // Limit for a sliding log, and about 115 bytes for a composite of a token
 // bucket and a fixed window, whose pair holds both states (measured by
 // BenchmarkPairBytes). The limiters drop idle pairs as they go (a pair
@@ -135,7 +135,8 @@ type apiLimiter struct {
 //
 // The limiters of one-rule entries are built by the factory given with
 // [WithFactory], such as WithFactory(locked.New); without one, by
-// [sharded.New], for every algorithm. The limiters of composites are built
+// [atomic.New] for the rules whose state packs in its table's word and by
+// [sharded.New] for the others. The limiters of composites are built
 // by the factory given with [WithLimitsFactory], such as
 // WithLimitsFactory(locked.NewLimits); without one, by [sharded.NewLimits],
 // unless WithFactory was given: then a composite in the book is an error

@@ -229,8 +229,8 @@ func testCompositeReserve(t *testing.T, v CompositeVariant) {
 
 // CompositeHeldMemoryReturns is the keyed-store check HeldMemoryReturns
 // for v's keyed stores of a composite of token buckets, which must be local
-// stores that reserve, as every store of packages atomic, locked and
-// sharded is: each key spends its first bucket and reserves a token due
+// stores that reserve, as every keyed composite store of packages locked
+// and sharded is: each key spends its first bucket and reserves a token due
 // later, leaving a hold (or a held cell's record); once the tokens are due
 // and a sweep has evicted every key, the memory of the holds must be back.
 func CompositeHeldMemoryReturns(t *testing.T, v CompositeVariant) {

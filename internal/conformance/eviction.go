@@ -188,9 +188,8 @@ func pausedCall(t *testing.T, v Variant, lim admit.KeyedLimiter, key string, n i
 func testEvictionRace(t *testing.T, v Variant, alg admit.Algorithm) {
 	needHooks(t, v, true)
 	// Limit 2 per second gives a token bucket of whole nanoseconds per
-	// token, 3 one of fractions: stores may keep them in different forms
-	// (sharded packs only the first; atomic packs the second in scaled
-	// units), and the check runs on both.
+	// token, 3 one of fractions: a packed word keeps the second in scaled
+	// units, and the check runs on both.
 	for _, limit := range []int{2, 3} {
 		rule := admit.Rule{Algorithm: alg, Limit: limit, Window: time.Second}
 		fake := clock.NewFake()

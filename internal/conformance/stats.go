@@ -66,7 +66,7 @@ func testStats(t *testing.T, v Variant, alg admit.Algorithm) {
 
 // RunCompositeStats runs the Stats checks on v's keyed stores of two rules
 // or more, which must be local stores that report statistics, as every
-// store of packages atomic, locked and sharded does: a pair of token
+// keyed composite store of packages locked and sharded does: a pair of token
 // buckets (which reserves), a token bucket and a fixed window, three rules
 // of three algorithms, a sliding counter too wide to pack beside a token
 // bucket, and a sliding log beside a token bucket, those v supports. (The

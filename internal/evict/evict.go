@@ -1,5 +1,5 @@
-// Package evict holds what the three keyed stores (locked, sharded, atomic)
-// share about idle-key eviction: its tuning, the reading a sweep judges
+// Package evict holds what the keyed stores (the table, the map store) share
+// about idle-key eviction: its tuning, the reading a sweep judges
 // idleness at, the padded counter behind admit.WithMaxKeys and
 // admit.StoreStats, the full-store policy, and the map that gives its memory
 // back ([Map]) in which they keep the holds of reservations. Each store keeps

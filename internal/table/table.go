@@ -1,4 +1,4 @@
-// Package table is the keyed store behind sharded.New for every rule whose
+// Package table is the keyed store behind atomic.New, for every rule whose
 // state packs into one 64-bit word (every token bucket and fixed window, the
 // sliding counters of Limit < 2^16 with long enough windows): a hash-sharded
 // open-addressing table whose slots hold each key's tag, state word and

@@ -22,9 +22,14 @@ type page struct {
 	LoadBefore, LoadAfter, Elapsed string
 	Commands                       []string
 	Cores                          string // from the results' header
-	Procs                          int    // GOMAXPROCS of the workloads not swept over -cpu
-	Both, All                      string // "both goroutines" and "both" at GOMAXPROCS 2
-	HotProcs                       int    // the -cpu of the hot-key goals
+	// BeforeContainers is true for a run made before atomic.New became the
+	// lock-free table and sharded.New the map store (containersSwapped):
+	// its keyed rows sharded and sharded-hashed measured the table, and its
+	// keyed atomic rows package atomic's former keyed store.
+	BeforeContainers bool
+	Procs            int    // GOMAXPROCS of the workloads not swept over -cpu
+	Both, All        string // "both goroutines" and "both" at GOMAXPROCS 2
+	HotProcs         int    // the -cpu of the hot-key goals
 
 	Headline headline
 	Goals    goals
@@ -201,6 +206,12 @@ const (
 	hotProcs     = 8
 )
 
+// containersSwapped is when atomic.New became the lock-free table that
+// sharded.New had built, and sharded.New the map store for every rule: the
+// keyed rows keep their names, so a run's date says which container a row
+// measured (RFC 3339 dates compare as strings).
+const containersSwapped = "2026-12-03T17:39:00Z"
+
 // The thresholds of the keyed stores' goals: existing keys, uniform or
 // Zipf(1.1) alike, sharded against go-limiter, by key count; new keys, every
 // store against go-limiter; bytes per key at 1,000,000 keys.
@@ -223,22 +234,23 @@ func (rep *report) build(benchstat string) (*page, error) {
 	r := rep.r
 	h := r.header
 	pg := &page{
-		Source:      filepath.ToSlash(filepath.Join("results", filepath.Base(r.path))),
-		Profile:     rep.profile,
-		Target:      "make bench-" + rep.profile,
-		Date:        h["date"],
-		Machine:     fmt.Sprintf("%s, %s MHz; %s", h["cpu-model"], h["cpu-mhz"], h["host"]),
-		GoVersion:   h["go-version"],
-		ProfileLine: h["profile"],
-		LoadBefore:  h["load-before"],
-		LoadAfter:   h["load-after"],
-		Elapsed:     h["elapsed"],
-		Commands:    r.command,
-		Cores:       h["cores"],
-		Procs:       r.procs(),
-		HotProcs:    hotProcs,
-		Impl:        peerImpls{bench.XTime, bench.Uber, bench.Juju, bench.GoLimiter, bench.Throttled, bench.Ulule, bench.HTTPRate},
-		Benchstat:   splitBenchstat(benchstat),
+		Source:           filepath.ToSlash(filepath.Join("results", filepath.Base(r.path))),
+		Profile:          rep.profile,
+		Target:           "make bench-" + rep.profile,
+		Date:             h["date"],
+		Machine:          fmt.Sprintf("%s, %s MHz; %s", h["cpu-model"], h["cpu-mhz"], h["host"]),
+		GoVersion:        h["go-version"],
+		ProfileLine:      h["profile"],
+		LoadBefore:       h["load-before"],
+		LoadAfter:        h["load-after"],
+		Elapsed:          h["elapsed"],
+		Commands:         r.command,
+		Cores:            h["cores"],
+		BeforeContainers: h["date"] < containersSwapped,
+		Procs:            r.procs(),
+		HotProcs:         hotProcs,
+		Impl:             peerImpls{bench.XTime, bench.Uber, bench.Juju, bench.GoLimiter, bench.Throttled, bench.Ulule, bench.HTTPRate},
+		Benchstat:        splitBenchstat(benchstat),
 	}
 	if rep.profile == "full" {
 		pg.Target = "make bench"
