@@ -41,3 +41,7 @@ func TestConformance(t *testing.T) { conformance.Run(t, variant("atomic", false)
 // TestConformanceHashedKeys runs the whole suite again on tables that keep
 // 64-bit hashes instead of keys.
 func TestConformanceHashedKeys(t *testing.T) { conformance.Run(t, variant("atomic-hashed", true)) }
+
+// TestMigration runs the migration checks (Take, Put, Keys and the hooks of
+// a Reload's move) against New's table; atomic has no keyed composite.
+func TestMigration(t *testing.T) { conformance.RunMigration(t, variant("atomic", false), nil) }

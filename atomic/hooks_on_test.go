@@ -9,4 +9,7 @@ import (
 
 // hooks gives the conformance suite its view of New's store, the table
 // (internal/table).
-var hooks = &conformance.StoreHooks{EvictAt: table.EvictAt, Pause: table.Pause}
+var hooks = &conformance.StoreHooks{
+	EvictAt: table.EvictAt, Pause: table.Pause,
+	Locked: table.Locked, Holds: table.Holds, CountIs: table.CountIs,
+}

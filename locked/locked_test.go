@@ -19,6 +19,28 @@ func TestConformance(t *testing.T) {
 		New:        conformance.Keyed(locked.New),
 		NewLimiter: locked.NewLimiter,
 		Supports:   func(admit.Algorithm) bool { return true },
-		Store:      &conformance.StoreHooks{EvictAt: mapstore.EvictAt, Pause: mapstore.Pause},
+		Store:      hooks,
+	})
+}
+
+// hooks gives the conformance suite its view of a locked store, the map
+// store (internal/mapstore).
+var hooks = &conformance.StoreHooks{
+	EvictAt: mapstore.EvictAt, Pause: mapstore.Pause,
+	Locked: mapstore.Locked, Holds: mapstore.Holds, CountIs: mapstore.CountIs,
+}
+
+// TestMigration runs the migration checks (Take, Put, Keys and the hooks of
+// a Reload's move) against the map stores of New and NewLimits.
+func TestMigration(t *testing.T) {
+	conformance.RunMigration(t, conformance.Variant{
+		Name:     "locked",
+		New:      conformance.Keyed(locked.New),
+		Supports: func(admit.Algorithm) bool { return true },
+		Store:    hooks,
+	}, &conformance.CompositeVariant{
+		Name:      "locked",
+		NewLimits: conformance.KeyedLimits(locked.NewLimits),
+		Supports:  func(admit.Algorithm) bool { return true },
 	})
 }

@@ -15,7 +15,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // hooks gives the conformance suite its view of a sharded store, the map
 // store (internal/mapstore).
-var hooks = &conformance.StoreHooks{EvictAt: mapstore.EvictAt, Pause: mapstore.Pause}
+var hooks = &conformance.StoreHooks{
+	EvictAt: mapstore.EvictAt, Pause: mapstore.Pause,
+	Locked: mapstore.Locked, Holds: mapstore.Holds, CountIs: mapstore.CountIs,
+}
 
 func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Variant{
@@ -39,4 +42,17 @@ func TestConformanceHashedKeys(t *testing.T) {
 		HashedKeys: true,
 		Store:      hooks,
 	})
+}
+
+// TestMigration runs the migration checks (Take, Put, Keys and the hooks of
+// a Reload's move) against the map stores of New and NewLimits, with full
+// and hashed keys.
+func TestMigration(t *testing.T) {
+	conformance.RunMigration(t, conformance.Variant{
+		Name:       "sharded",
+		New:        conformance.Keyed(sharded.New),
+		Supports:   func(admit.Algorithm) bool { return true },
+		HashedKeys: true,
+		Store:      hooks,
+	}, &compositeVariants[0].v)
 }

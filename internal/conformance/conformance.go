@@ -6,7 +6,8 @@
 // eviction, the deterministic eviction races, bounded memory, the full-store
 // policy), for which their tests wire [StoreHooks]. Composite limits
 // (admit.Limits of several rules) have their own suite, [RunComposite],
-// which checks them against kernel.Composite.
+// which checks them against kernel.Composite, and stores that move keys to
+// one another (a Reload's moves) the migration checks, [RunMigration].
 package conformance
 
 import (

@@ -17,9 +17,9 @@ type Movable interface {
 
 // Migration moves keys from one store to another as a policy.Service's
 // Reload does (docs/design.md, "How a key moves"), with a snapshot index
-// standing for the Service's: the store a call made now goes to. The stores'
-// own migration tests (the table, the map store, package atomic) run it
-// while goroutines admit on a moved key.
+// standing for the Service's: the store a call made now goes to. The
+// migration checks' hammer (RunMigration) runs it while goroutines admit on
+// a moved key.
 type Migration struct {
 	// Lose makes a broken move: the state is lost and the key put fresh,
 	// which a hammer across the move must catch.

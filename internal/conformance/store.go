@@ -32,9 +32,26 @@ type StoreHooks struct {
 	// loaded the key's cell and the cell's state and before it publishes.
 	Pause func(lim admit.KeyedLimiter, f func())
 
-	// EvictAt and Pause may be nil in a build that lacks them (the lock-free
+	// Locked reports whether a lock of lim's own (a shard's mutex) is held
+	// now, trying each: the migration checks (RunMigration) see by it that
+	// Keep runs under the key's lock and Adopt and Redirect under none.
+	Locked func(lim admit.KeyedLimiter) bool
+
+	// Holds returns how many hold records lim keeps (reservations that may
+	// still be cancelled, and whatever else the store keeps beside its
+	// states with them), for the check that Take drops a key's hold.
+	Holds func(lim admit.KeyedLimiter) int
+
+	// CountIs reports whether lim, a store bounded by WithMaxKeys, counts
+	// exactly n keys against the bound. It must not race other calls of
+	// lim.
+	CountIs func(lim admit.KeyedLimiter, n int) bool
+
+	// Every hook may be nil in a build that lacks it (the lock-free
 	// table's exist only in builds with the tag admittest, which make test
-	// passes): the checks that use them then skip, and say so.
+	// passes): the checks that need EvictAt or Pause then skip, and say
+	// so, and the migration checks leave out the assertions that need the
+	// others.
 }
 
 // needHooks skips t when v's store hooks lack EvictAt, or Pause if pause is

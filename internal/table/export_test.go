@@ -23,15 +23,6 @@ func IsTable(lim admit.KeyedLimiter) bool {
 	return false
 }
 
-// PauseEnabled reports whether this build has the pause point (the tag
-// admittest).
-const PauseEnabled = pauseEnabled
-
-// SetPause makes the next call of lim, a table, run f once at its pause
-// point (see pausePoint); in a build without the pause point it does
-// nothing, so a test that needs it checks PauseEnabled first.
-func SetPause(lim admit.KeyedLimiter, f func()) { store(lim).pause.set(f) }
-
 // Slots returns the slots of every shard's table of lim, a table.
 func Slots(lim admit.KeyedLimiter) int {
 	t := store(lim)
