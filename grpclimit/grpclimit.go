@@ -2,11 +2,13 @@ package grpclimit
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/bookquota"
 	"github.com/admit-go/admit/internal/clientip"
+	"github.com/admit-go/admit/internal/limitopt"
 	"github.com/admit-go/admit/internal/ratehdr"
 	"github.com/admit-go/admit/policy"
 )
@@ -199,12 +201,7 @@ func (c *core) build(ctor string, opts []Option, client bool) error {
 }
 
 func hasIP(parts []KeyPart) bool {
-	for _, p := range parts {
-		if p.kind == partIP {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(parts, func(p KeyPart) bool { return p.p.Kind == limitopt.PartIP })
 }
 
 // limiter sets lim as the limiter of New or NewClient, with its quota and

@@ -2,11 +2,13 @@ package httplimit
 
 import (
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/bookquota"
 	"github.com/admit-go/admit/internal/clientip"
+	"github.com/admit-go/admit/internal/limitopt"
 	"github.com/admit-go/admit/internal/ratehdr"
 	"github.com/admit-go/admit/policy"
 )
@@ -184,12 +186,7 @@ func build(opts []Option) (*Middleware, error) {
 }
 
 func hasIP(parts []KeyPart) bool {
-	for _, p := range parts {
-		if p.kind == partIP {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(parts, func(p KeyPart) bool { return p.p.Kind == limitopt.PartIP })
 }
 
 // routeAPI is the default API of a Service's request.
