@@ -35,7 +35,9 @@ type KeyFunc func(ctx context.Context, fullMethod string) (key string, ok bool)
 // A KeyPart is one part of a key built by [WithKeyFrom]: [PeerIP],
 // [Metadata] or [FullMethod]. The zero KeyPart is not a part; WithKeyFrom
 // rejects it.
-type KeyPart struct{ p limitopt.Part }
+type KeyPart struct {
+	p limitopt.Part
+}
 
 // ctors names the constructors of KeyParts by kind, for String.
 var ctors = limitopt.Ctors{limitopt.PartIP: "PeerIP", limitopt.PartNamed: "Metadata", limitopt.PartMethod: "FullMethod"}

@@ -26,7 +26,9 @@ type KeyFunc func(r *http.Request) (key string, ok bool)
 // A KeyPart is one part of a key built by [WithKeyFrom]: [ClientIP],
 // [RequestHeader], [Method], [Path] or [Route]. The zero KeyPart is not a
 // part; WithKeyFrom rejects it.
-type KeyPart struct{ p limitopt.Part }
+type KeyPart struct {
+	p limitopt.Part
+}
 
 // ctors names the constructors of KeyParts by kind, for String.
 var ctors = limitopt.Ctors{limitopt.PartIP: "ClientIP", limitopt.PartNamed: "RequestHeader",
