@@ -114,9 +114,22 @@ func (l *composite) AllowNWhich(n int) (d admit.Decision, which int) {
 func (l *composite) decide(n int) (kernel.Verdict, int) {
 	now := l.clock.Now() // read outside the lock; the kernels clamp a stale reading
 	l.mu.Lock()
-	s := l.state[:l.k.Len()]
-	v, which := l.k.Decide(s, now, n)
-	if l.hold.Ticket != 0 && !l.k.Observe(&l.hold, s, now) {
+	v, which := l.k.Decide(l.state[:l.k.Len()], now, n)
+	if l.hold.Ticket != 0 {
+		return l.observe(v, which, now)
+	}
+	l.mu.Unlock()
+	return v, which
+}
+
+// observe is decide's end for a composite with a hold: it shows the hold the
+// reading now, dropping it once it can no longer be cancelled, unlocks l.mu
+// and returns v and which. It is outlined so that a composite without a
+// hold pays only decide's test of the Ticket.
+//
+//go:noinline
+func (l *composite) observe(v kernel.Verdict, which int, now time.Duration) (kernel.Verdict, int) {
+	if !l.k.Observe(&l.hold, l.state[:l.k.Len()], now) {
 		l.hold = kernel.CompositeHold{}
 	}
 	l.mu.Unlock()
