@@ -248,7 +248,7 @@ func (c *core) decide(ctx context.Context, method string) verdict {
 	if c.dec.Service() {
 		v.api = cfg.api(method)
 	}
-	v.d, v.q, v.p = c.dec.Decide(key, v.api)
+	v.q, v.p = c.dec.Decide(key, v.api, &v.d)
 	switch {
 	case v.d.Allowed:
 		if c.dec.Inst != nil {

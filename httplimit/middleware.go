@@ -183,7 +183,8 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	if m.dec.Service() {
 		api = c.api(r)
 	}
-	d, q, p := m.dec.Decide(key, api)
+	var d admit.Decision
+	q, p := m.dec.Decide(key, api, &d)
 
 	if d.Allowed {
 		if m.dec.Inst != nil {

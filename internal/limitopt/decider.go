@@ -72,26 +72,36 @@ func (d *Decider) instrument(o admit.Observer, source, name string, limits admit
 // request's API.
 func (d *Decider) Service() bool { return d.svc != nil }
 
-// Decide decides one request for key: by the Service under api (which the
-// caller works out only when Service reports true), or by the limiter. It
-// returns the decision, the quota that applied, and its part that bound
-// the decision.
-func (d *Decider) Decide(key, api string) (dec admit.Decision, q, part *ratehdr.Quota) {
+// Decide decides one request for key, into *dec: by the Service under api
+// (which the caller works out only when Service reports true), or by the
+// limiter. It returns the quota that applied, and its part that bound the
+// decision. dec is a pointer, not a result, so that the five-word Decision
+// is written once, where the caller keeps it (see kernel.Verdict).
+func (d *Decider) Decide(key, api string, dec *admit.Decision) (q, part *ratehdr.Quota) {
 	which := 0
 	switch {
 	case d.svc != nil:
-		book := d.svc.Book()
-		var limits admit.Limits
-		dec, limits, which = d.svc.CheckNWhich(key, api, 1)
-		q = d.books.For(book, key, api, limits)
+		q, which = d.service(key, api, dec)
 	case d.comp != nil:
-		dec, which = d.comp.AllowNWhich(key, 1)
+		*dec, which = d.comp.AllowNWhich(key, 1)
 		q = d.quota
 	default:
-		dec = d.lim.Allow(key)
+		*dec = d.lim.Allow(key)
 		q = d.quota
 	}
-	return dec, q, q.Part(which)
+	return q, q.Part(which)
+}
+
+// service is Decide by the Service. It is outlined so that the Limits it
+// gets back do not enlarge Decide's frame on the limiter's paths.
+//
+//go:noinline
+func (d *Decider) service(key, api string, dec *admit.Decision) (*ratehdr.Quota, int) {
+	book := d.svc.Book()
+	var limits admit.Limits
+	var which int
+	*dec, limits, which = d.svc.CheckNWhich(key, api, 1)
+	return d.books.For(book, key, api, limits), which
 }
 
 // Observe counts one request with outcome o on d.Inst, which callers check
