@@ -2,11 +2,12 @@ package grpclimit
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/bookquota"
 	"github.com/admit-go/admit/internal/clientip"
+	"github.com/admit-go/admit/internal/limitopt"
 	"github.com/admit-go/admit/internal/ratehdr"
 	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/policy"
@@ -42,23 +43,11 @@ type core struct {
 	cfg    config
 	client bool // NewClient's: metadata is outgoing, and there is no peer
 
-	lim   admit.KeyedLimiter // New, NewClient
-	comp  ratehdr.Composite  // over a composite: lim, asked which rule bound
-	quota *ratehdr.Quota     // New, NewClient: the one quota
-
-	svc   *policy.Service // ForService
-	books bookquota.Books // ForService: the quotas of svc's books
+	dec limitopt.Decider // the limiter or Service, its quotas, the instrument
 
 	key     KeyFunc
 	parts   []KeyPart
 	proxies *clientip.Proxies
-
-	// inst counts the calls, resolved once from WithObserver's Observer by
-	// the constructor; nil when there is none, or when the Observer counts
-	// nothing. timed is inst.Timed(), read then: only a timed instrument
-	// makes a call read the clock.
-	inst  observe.Instrument
-	timed bool
 }
 
 // New returns an Interceptor that limits the calls a server receives with
@@ -131,28 +120,15 @@ func ForService(svc *policy.Service, opts ...Option) (*Interceptor, error) {
 	if err := i.build("ForService", opts, false); err != nil {
 		return nil, err
 	}
-	if i.cfg.PolicyName != "" {
-		return nil, invalid("%s applies to New and NewClient; a Service's quotas are the entries of its rule book", i.cfg.PolicyOpt)
-	}
-	if i.cfg.api == nil {
-		i.cfg.api = methodAPI
-	}
-	i.svc = svc
-	i.books.Of(svc.Book())
-	i.instrument(serviceName, admit.Limits{}, nil)
+	i.dec.SetService(svc, i.cfg.Observer, "grpc")
 	return i, nil
 }
 
 // methodAPI is the default API of a Service's call: the full method name.
 func methodAPI(fullMethod string) string { return fullMethod }
 
-// serviceName is the Labels.Name under which a ForService interceptor's
-// calls are observed (see WithObserver): a Service has no one quota to
-// name them after, and observes each API under its own name.
-const serviceName = "service"
-
 // build applies opts and checks what every interceptor needs; ctor names
-// the constructor, for errors.
+// the constructor, New, NewClient or ForService, whose options differ.
 func (c *core) build(ctor string, opts []Option, client bool) error {
 	for i, opt := range opts {
 		if opt == nil {
@@ -175,8 +151,14 @@ func (c *core) build(ctor string, opts []Option, client bool) error {
 		case cfg.admittedMD:
 			return invalid("WithAdmittedMetadata applies to a server's interceptors, which send metadata to the caller; a Client's caller gets the numbers in the error of a denial")
 		}
-	} else if ctor == "New" && cfg.api != nil {
+	}
+	switch {
+	case ctor == "New" && cfg.api != nil:
 		return invalid("WithAPI applies to ForService; a KeyedLimiter has one budget per key, whatever the API")
+	case ctor == "ForService" && cfg.PolicyName != "":
+		return invalid("%s applies to New and NewClient; a Service's quotas are the entries of its rule book", cfg.PolicyOpt)
+	case ctor == "ForService" && cfg.api == nil:
+		cfg.api = methodAPI
 	}
 	switch {
 	case cfg.Key != nil:
@@ -200,12 +182,7 @@ func (c *core) build(ctor string, opts []Option, client bool) error {
 }
 
 func hasIP(parts []KeyPart) bool {
-	for _, p := range parts {
-		if p.kind == partIP {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(parts, func(p KeyPart) bool { return p.p.Kind == limitopt.PartIP })
 }
 
 // limiter sets lim as the limiter of New or NewClient, with its quota and
@@ -214,26 +191,7 @@ func (c *core) limiter(ctor string, lim admit.KeyedLimiter) error {
 	if lim == nil {
 		return invalid("%s(nil, …); pass a KeyedLimiter, such as the one sharded.New(rule) returns", ctor)
 	}
-	c.lim = lim
-	q, comp, limits, conflict := ratehdr.LimiterQuota(c.cfg.PolicyName, c.cfg.PolicyRule, lim)
-	if conflict != "" {
-		return invalid("%s", conflict)
-	}
-	c.quota, c.comp = q, comp
-	c.instrument(q.Name, limits, lim)
-	return nil
-}
-
-// instrument resolves the Instrument, once, from the WithObserver Observer,
-// with the labels of an interceptor: Source "grpc", Name name, Limits
-// limits, and Store lim when it reports its StoreStats.
-func (c *core) instrument(name string, limits admit.Limits, lim admit.KeyedLimiter) {
-	o := c.cfg.Observer
-	if o == nil {
-		return
-	}
-	c.inst = o.Instrument(ratehdr.Labels("grpc", name, limits, lim))
-	c.timed = c.inst != nil && c.inst.Timed()
+	return c.dec.SetLimiter(pkg, lim, c.cfg.PolicyName, c.cfg.PolicyRule, c.cfg.Observer, "grpc")
 }
 
 // outcome is what the interceptors do with a call.
@@ -264,23 +222,23 @@ func (c *core) decide(ctx context.Context, method string) verdict {
 		return verdict{out: pass}
 	}
 	var start time.Time
-	if c.timed {
+	if c.dec.Timed {
 		start = time.Now()
 	}
 	key, ok := c.key(ctx, method)
 	if !ok || key == "" || len(key) > MaxKeyBytes {
 		if cfg.UnknownKey == "" {
 			if cfg.shadow {
-				if c.inst != nil {
-					c.observe(observe.ShadowDenied, start)
+				if c.dec.Inst != nil {
+					c.dec.Observe(observe.ShadowDenied, start)
 				}
 				if cfg.hook != nil {
 					cfg.hook(ctx, Denial{FullMethod: method, Unkeyed: true})
 				}
 				return verdict{out: pass}
 			}
-			if c.inst != nil {
-				c.observe(observe.Errored, start)
+			if c.dec.Inst != nil {
+				c.dec.Observe(observe.Errored, start)
 			}
 			return verdict{out: refuse}
 		}
@@ -288,50 +246,27 @@ func (c *core) decide(ctx context.Context, method string) verdict {
 	}
 
 	v := verdict{decided: true, key: key}
-	which := 0
-	switch {
-	case c.svc != nil:
+	if c.dec.Service() {
 		v.api = cfg.api(method)
-		book := c.svc.Book()
-		var limits admit.Limits
-		v.d, limits, which = c.svc.CheckNWhich(key, v.api, 1)
-		v.q = c.books.For(book, key, v.api, limits)
-	case c.comp != nil:
-		v.d, which = c.comp.AllowNWhich(key, 1)
-		v.q = c.quota
-	default:
-		v.d = c.lim.Allow(key)
-		v.q = c.quota
 	}
-	v.p = v.q.Part(which)
+	v.q, v.p = c.dec.Decide(key, v.api, &v.d)
 	switch {
 	case v.d.Allowed:
-		if c.inst != nil {
-			c.observe(observe.Admitted, start)
+		if c.dec.Inst != nil {
+			c.dec.Observe(observe.Admitted, start)
 		}
 	case cfg.shadow:
-		if c.inst != nil {
-			c.observe(observe.ShadowDenied, start)
+		if c.dec.Inst != nil {
+			c.dec.Observe(observe.ShadowDenied, start)
 		}
 		if cfg.hook != nil {
 			cfg.hook(ctx, Denial{Key: key, API: v.api, FullMethod: method, Policy: v.p.Name, Decision: v.d})
 		}
 	default:
-		if c.inst != nil {
-			c.observe(observe.Denied, start)
+		if c.dec.Inst != nil {
+			c.dec.Observe(observe.Denied, start)
 		}
 		v.out = deny
 	}
 	return v
-}
-
-// observe counts one call with outcome o on c.inst, which callers check is
-// not nil first (so that an interceptor without one pays that check
-// alone); start is when the call's decision began, read only when c.timed.
-func (c *core) observe(o observe.Outcome, start time.Time) {
-	var latency time.Duration
-	if c.timed {
-		latency = time.Since(start)
-	}
-	c.inst.Observe(o, 1, latency)
 }

@@ -36,30 +36,14 @@ type KeyFunc func(ctx context.Context, fullMethod string) (key string, ok bool)
 // [Metadata] or [FullMethod]. The zero KeyPart is not a part; WithKeyFrom
 // rejects it.
 type KeyPart struct {
-	kind partKind
-	name string // the metadata key, lowercase, for partMetadata
+	p limitopt.Part
 }
 
-type partKind uint8
-
-const (
-	partIP partKind = iota + 1
-	partMetadata
-	partMethod
-)
+// ctors names the constructors of KeyParts by kind, for String.
+var ctors = limitopt.Ctors{limitopt.PartIP: "PeerIP", limitopt.PartNamed: "Metadata", limitopt.PartMethod: "FullMethod"}
 
 // String returns the part as it would be written in Go, for error messages.
-func (p KeyPart) String() string {
-	switch p.kind {
-	case partIP:
-		return "PeerIP()"
-	case partMetadata:
-		return "Metadata(" + strconv.Quote(p.name) + ")"
-	case partMethod:
-		return "FullMethod()"
-	}
-	return "KeyPart{}"
-}
+func (p KeyPart) String() string { return p.p.Go(&ctors) }
 
 // PeerIP is the key part of the caller's address: "203.0.113.7", or an IPv6
 // address's /64 network, "2001:db8:1:2::/64" (a single host commonly owns a
@@ -70,7 +54,7 @@ func (p KeyPart) String() string {
 // whose peer is not an IP address (a Unix socket, an in-memory listener) has
 // no key. It is the default key of [New] and [ForService]; an outgoing call
 // has no peer yet, and [NewClient] refuses it.
-func PeerIP() KeyPart { return KeyPart{kind: partIP} }
+func PeerIP() KeyPart { return KeyPart{limitopt.Part{Kind: limitopt.PartIP}} }
 
 // Metadata is the key part of the first value of the metadata key name
 // (lowercased, as gRPC carries metadata keys), such as an API key or a
@@ -82,7 +66,7 @@ func PeerIP() KeyPart { return KeyPart{kind: partIP} }
 // any value there gets a fresh budget per value. Key on an identity that is
 // authenticated before the interceptor runs.
 func Metadata(name string) KeyPart {
-	return KeyPart{kind: partMetadata, name: strings.ToLower(name)}
+	return KeyPart{limitopt.Part{Kind: limitopt.PartNamed, Name: strings.ToLower(name)}}
 }
 
 // FullMethod is the key part of the call's full method name,
@@ -90,15 +74,15 @@ func Metadata(name string) KeyPart {
 // client one budget per method. A server's interceptors see only the
 // methods it registered, unless it has a grpc.UnknownServiceHandler, whose
 // method names the client chooses.
-func FullMethod() KeyPart { return KeyPart{kind: partMethod} }
+func FullMethod() KeyPart { return KeyPart{limitopt.Part{Kind: limitopt.PartMethod}} }
 
 // badName says what is wrong with the name of WithKeyFrom's part p, or ""
 // when nothing is (or p has no name).
 func badName(p KeyPart) string {
-	if p.kind != partMetadata || validMetadataKey(p.name) {
+	if p.p.Kind != limitopt.PartNamed || validMetadataKey(p.p.Name) {
 		return ""
 	}
-	return fmt.Sprintf("WithKeyFrom: Metadata(%s): not a metadata key; want lowercase letters, digits, '-', '_' and '.', such as \"x-api-key\"", quote(p.name))
+	return fmt.Sprintf("WithKeyFrom: Metadata(%s): not a metadata key; want lowercase letters, digits, '-', '_' and '.', such as \"x-api-key\"", quote(p.p.Name))
 }
 
 // quote quotes s for an error message, cut to its first 64 bytes (and "…"),
@@ -160,20 +144,20 @@ const (
 // part returns the value of part p for a call.
 func (c *core) part(ctx context.Context, method string, p KeyPart) (string, bool) {
 	var v string
-	switch p.kind {
-	case partIP:
+	switch p.p.Kind {
+	case limitopt.PartIP:
 		return c.peerKey(ctx)
-	case partMetadata:
+	case limitopt.PartNamed:
 		if c.client {
 			if md, ok := metadata.FromOutgoingContext(ctx); ok {
-				if vs := md[p.name]; len(vs) > 0 {
+				if vs := md[p.p.Name]; len(vs) > 0 {
 					v = vs[0]
 				}
 			}
-		} else if vs := metadata.ValueFromIncomingContext(ctx, p.name); len(vs) > 0 {
+		} else if vs := metadata.ValueFromIncomingContext(ctx, p.p.Name); len(vs) > 0 {
 			v = vs[0]
 		}
-	case partMethod:
+	case limitopt.PartMethod:
 		v = method
 	}
 	return v, v != ""

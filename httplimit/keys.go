@@ -2,7 +2,6 @@ package httplimit
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/admit-go/admit/internal/clientip"
 	"github.com/admit-go/admit/internal/limitopt"
@@ -28,42 +27,21 @@ type KeyFunc func(r *http.Request) (key string, ok bool)
 // [RequestHeader], [Method], [Path] or [Route]. The zero KeyPart is not a
 // part; WithKeyFrom rejects it.
 type KeyPart struct {
-	kind   partKind
-	header string // canonical header name, for partHeader
+	p limitopt.Part
 }
 
-type partKind uint8
-
-const (
-	partIP partKind = iota + 1
-	partHeader
-	partMethod
-	partPath
-	partRoute
-)
+// ctors names the constructors of KeyParts by kind, for String.
+var ctors = limitopt.Ctors{limitopt.PartIP: "ClientIP", limitopt.PartNamed: "RequestHeader",
+	limitopt.PartMethod: "Method", limitopt.PartPath: "Path", limitopt.PartRoute: "Route"}
 
 // String returns the part as it would be written in Go, for error messages.
-func (p KeyPart) String() string {
-	switch p.kind {
-	case partIP:
-		return "ClientIP()"
-	case partHeader:
-		return "RequestHeader(" + strconv.Quote(p.header) + ")"
-	case partMethod:
-		return "Method()"
-	case partPath:
-		return "Path()"
-	case partRoute:
-		return "Route()"
-	}
-	return "KeyPart{}"
-}
+func (p KeyPart) String() string { return p.p.Go(&ctors) }
 
 // ClientIP is the key part of the client's address: "203.0.113.7", or an IPv6
 // address's /64 network, "2001:db8:1:2::/64". It is taken from RemoteAddr, or
 // from the forwarding header of a trusted proxy (see [WithTrustedProxies]).
 // It is the default key.
-func ClientIP() KeyPart { return KeyPart{kind: partIP} }
+func ClientIP() KeyPart { return KeyPart{limitopt.Part{Kind: limitopt.PartIP}} }
 
 // RequestHeader is the key part of the first value of the request header
 // name, such as an API key or a user id set by an authenticating proxy. A
@@ -73,43 +51,43 @@ func ClientIP() KeyPart { return KeyPart{kind: partIP} }
 // any value there gets a fresh budget per value. Key on an identity that is
 // authenticated before the middleware runs.
 func RequestHeader(name string) KeyPart {
-	return KeyPart{kind: partHeader, header: http.CanonicalHeaderKey(name)}
+	return KeyPart{limitopt.Part{Kind: limitopt.PartNamed, Name: http.CanonicalHeaderKey(name)}}
 }
 
 // Method is the key part of the request method: WithKeyFrom(ClientIP(),
 // Method()) gives each client one budget for GET and another for POST. The
 // client chooses the method, and may invent one.
-func Method() KeyPart { return KeyPart{kind: partMethod} }
+func Method() KeyPart { return KeyPart{limitopt.Part{Kind: limitopt.PartMethod}} }
 
 // Path is the key part of the request's URL path, as decoded by net/http.
 // Paths are chosen by the client, so every distinct path is a new budget:
 // prefer [Route] where the middleware runs inside a [http.ServeMux].
-func Path() KeyPart { return KeyPart{kind: partPath} }
+func Path() KeyPart { return KeyPart{limitopt.Part{Kind: limitopt.PartPath}} }
 
 // Route is the key part of the [http.ServeMux] pattern that matched the
 // request ([http.Request.Pattern], such as "GET /items/{id}"): one budget per
 // route, however many paths it matches. It is set only when the middleware
 // wraps a handler registered on a ServeMux (mux.Handle(pattern,
 // mw.Handler(h))); a request without a pattern has no key.
-func Route() KeyPart { return KeyPart{kind: partRoute} }
+func Route() KeyPart { return KeyPart{limitopt.Part{Kind: limitopt.PartRoute}} }
 
 // part returns the value of part p for r.
 func (m *Middleware) part(r *http.Request, p KeyPart) (string, bool) {
 	var v string
-	switch p.kind {
-	case partIP:
+	switch p.p.Kind {
+	case limitopt.PartIP:
 		return m.clientKey(r)
-	case partHeader:
-		if vs := r.Header[p.header]; len(vs) > 0 {
+	case limitopt.PartNamed:
+		if vs := r.Header[p.p.Name]; len(vs) > 0 {
 			v = vs[0]
 		}
-	case partMethod:
+	case limitopt.PartMethod:
 		v = r.Method
-	case partPath:
+	case limitopt.PartPath:
 		if r.URL != nil {
 			v = r.URL.Path
 		}
-	case partRoute:
+	case limitopt.PartRoute:
 		v = r.Pattern
 	}
 	return v, v != ""

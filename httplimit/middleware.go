@@ -2,12 +2,12 @@ package httplimit
 
 import (
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/bookquota"
 	"github.com/admit-go/admit/internal/clientip"
-	"github.com/admit-go/admit/internal/ratehdr"
+	"github.com/admit-go/admit/internal/limitopt"
 	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/policy"
 )
@@ -23,24 +23,11 @@ import (
 // requests draw on the same budgets.
 type Middleware struct {
 	cfg config
-
-	lim   admit.KeyedLimiter // New
-	comp  ratehdr.Composite  // New over a composite: lim, asked which rule bound
-	quota *ratehdr.Quota     // New: the one quota
-
-	svc   *policy.Service // ForService
-	books bookquota.Books // ForService: the quotas of svc's books
+	dec limitopt.Decider // the limiter or Service, its quotas, the instrument
 
 	key     KeyFunc
 	parts   []KeyPart
 	proxies *clientip.Proxies
-
-	// inst counts the middleware's requests, resolved once from
-	// WithObserver's Observer by New or ForService; nil when there is none,
-	// or when the Observer counts nothing. timed is inst.Timed(), read
-	// then: only a timed instrument makes a request read the clock.
-	inst  observe.Instrument
-	timed bool
 }
 
 // New returns a Middleware that limits requests with lim, one budget per key
@@ -67,20 +54,13 @@ func New(lim admit.KeyedLimiter, opts ...Option) (*Middleware, error) {
 	if lim == nil {
 		return nil, invalid("New(nil, …); pass a KeyedLimiter, such as the one locked.New(rule) returns")
 	}
-	m, err := build(opts)
+	m, err := build("New", opts)
 	if err != nil {
 		return nil, err
 	}
-	if m.cfg.api != nil {
-		return nil, invalid("WithAPI applies to ForService; a KeyedLimiter has one budget per key, whatever the API")
+	if err := m.dec.SetLimiter(pkg, lim, m.cfg.PolicyName, m.cfg.PolicyRule, m.cfg.Observer, "http"); err != nil {
+		return nil, err
 	}
-	m.lim = lim
-	q, comp, limits, conflict := ratehdr.LimiterQuota(m.cfg.PolicyName, m.cfg.PolicyRule, lim)
-	if conflict != "" {
-		return nil, invalid("%s", conflict)
-	}
-	m.quota, m.comp = q, comp
-	m.instrument(q.Name, limits, lim)
 	return m, nil
 }
 
@@ -108,53 +88,17 @@ func ForService(svc *policy.Service, opts ...Option) (*Middleware, error) {
 	if svc == nil {
 		return nil, invalid("ForService(nil, …); pass a *policy.Service from policy.NewService")
 	}
-	m, err := build(opts)
+	m, err := build("ForService", opts)
 	if err != nil {
 		return nil, err
 	}
-	if m.cfg.PolicyName != "" {
-		return nil, invalid("%s applies to New; a Service's quotas are the entries of its rule book", m.cfg.PolicyOpt)
-	}
-	if m.cfg.api == nil {
-		m.cfg.api = routeAPI
-	}
-	m.svc = svc
-	m.books.Of(svc.Book())
-	m.instrument(serviceName, admit.Limits{}, nil)
+	m.dec.SetService(svc, m.cfg.Observer, "http")
 	return m, nil
 }
 
-// serviceName is the Labels.Name under which a ForService middleware's
-// requests are observed (see WithObserver): a Service has no one quota to
-// name them after, and observes each API under its own name.
-const serviceName = "service"
-
-// instrument resolves the middleware's Instrument, once, from the
-// WithObserver Observer, with the labels of a middleware: Source "http",
-// Name name, Limits limits, and Store lim when it reports its StoreStats.
-func (m *Middleware) instrument(name string, limits admit.Limits, lim admit.KeyedLimiter) {
-	o := m.cfg.Observer
-	if o == nil {
-		return
-	}
-	m.inst = o.Instrument(ratehdr.Labels("http", name, limits, lim))
-	m.timed = m.inst != nil && m.inst.Timed()
-}
-
-// observe counts one request with outcome o on m.inst, which callers check
-// is not nil first (so that a middleware without one pays that check
-// alone); start is when the request's decision began, read only when
-// m.timed.
-func (m *Middleware) observe(o observe.Outcome, start time.Time) {
-	var latency time.Duration
-	if m.timed {
-		latency = time.Since(start)
-	}
-	m.inst.Observe(o, 1, latency)
-}
-
-// build applies opts and checks what every Middleware needs.
-func build(opts []Option) (*Middleware, error) {
+// build applies opts and checks what every Middleware needs; ctor names
+// the constructor, New or ForService, whose options differ.
+func build(ctor string, opts []Option) (*Middleware, error) {
 	m := &Middleware{}
 	for i, opt := range opts {
 		if opt == nil {
@@ -165,6 +109,14 @@ func build(opts []Option) (*Middleware, error) {
 		}
 	}
 	c := &m.cfg
+	switch {
+	case ctor == "New" && c.api != nil:
+		return nil, invalid("WithAPI applies to ForService; a KeyedLimiter has one budget per key, whatever the API")
+	case ctor == "ForService" && c.PolicyName != "":
+		return nil, invalid("%s applies to New; a Service's quotas are the entries of its rule book", c.PolicyOpt)
+	case ctor == "ForService" && c.api == nil:
+		c.api = routeAPI
+	}
 	m.proxies, m.parts = c.Proxies, c.Parts
 	switch {
 	case c.Key != nil:
@@ -185,12 +137,7 @@ func build(opts []Option) (*Middleware, error) {
 }
 
 func hasIP(parts []KeyPart) bool {
-	for _, p := range parts {
-		if p.kind == partIP {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(parts, func(p KeyPart) bool { return p.p.Kind == limitopt.PartIP })
 }
 
 // routeAPI is the default API of a Service's request.
@@ -221,7 +168,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		return
 	}
 	var start time.Time
-	if m.timed {
+	if m.dec.Timed {
 		start = time.Now()
 	}
 	key, ok := m.key(r)
@@ -233,39 +180,26 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		key = c.UnknownKey
 	}
 
-	var d admit.Decision
-	var q *ratehdr.Quota
 	var api string
-	which := 0
-	switch {
-	case m.svc != nil:
+	if m.dec.Service() {
 		api = c.api(r)
-		book := m.svc.Book()
-		var limits admit.Limits
-		d, limits, which = m.svc.CheckNWhich(key, api, 1)
-		q = m.books.For(book, key, api, limits)
-	case m.comp != nil:
-		d, which = m.comp.AllowNWhich(key, 1)
-		q = m.quota
-	default:
-		d = m.lim.Allow(key)
-		q = m.quota
 	}
-	p := q.Part(which)
+	var d admit.Decision
+	q, p := m.dec.Decide(key, api, &d)
 
 	if d.Allowed {
-		if m.inst != nil {
-			m.observe(observe.Admitted, start)
+		if m.dec.Inst != nil {
+			m.dec.Observe(observe.Admitted, start)
 		}
 		m.setHeaders(w.Header(), q, p, d, 0)
 		next.ServeHTTP(w, r)
 		return
 	}
-	if m.inst != nil {
+	if m.dec.Inst != nil {
 		if c.shadow {
-			m.observe(observe.ShadowDenied, start)
+			m.dec.Observe(observe.ShadowDenied, start)
 		} else {
-			m.observe(observe.Denied, start)
+			m.dec.Observe(observe.Denied, start)
 		}
 	}
 	den := Denial{Key: key, API: api, Policy: p.Name, Decision: d}
@@ -289,11 +223,11 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 // shadow mode, the hook and the next handler.
 func (m *Middleware) unkeyed(w http.ResponseWriter, r *http.Request, next http.Handler, start time.Time) {
 	c := &m.cfg
-	if m.inst != nil {
+	if m.dec.Inst != nil {
 		if c.shadow {
-			m.observe(observe.ShadowDenied, start)
+			m.dec.Observe(observe.ShadowDenied, start)
 		} else {
-			m.observe(observe.Errored, start)
+			m.dec.Observe(observe.Errored, start)
 		}
 	}
 	den := Denial{Unkeyed: true}

@@ -59,10 +59,10 @@ func WithKeyFrom(parts ...KeyPart) Option {
 // badName says what is wrong with the name of WithKeyFrom's part p, or ""
 // when nothing is (or p has no name).
 func badName(p KeyPart) string {
-	if p.kind != partHeader || validHeaderName(p.header) {
+	if p.p.Kind != limitopt.PartNamed || validHeaderName(p.p.Name) {
 		return ""
 	}
-	return fmt.Sprintf("WithKeyFrom: RequestHeader(%s): not a header name; want a token such as \"X-API-Key\"", quote(p.header))
+	return fmt.Sprintf("WithKeyFrom: RequestHeader(%s): not a header name; want a token such as \"X-API-Key\"", quote(p.p.Name))
 }
 
 // The errors of WithKeyFrom: without parts, and with the zero KeyPart.

@@ -80,6 +80,10 @@ type composite struct {
 	state [admit.MaxLimits]kernel.PartState // guarded by mu
 	k     *kernel.Composite
 	clock clock.Clock
+	// hold (kernel.CompositeHold) records the latest reservation that can
+	// still be cancelled; only compositeTB's ReserveN sets it, so for other
+	// composites its Ticket stays 0 and decide never looks further.
+	hold kernel.CompositeHold // guarded by mu
 }
 
 var _ admit.CompositeLimiter = (*composite)(nil)
@@ -104,58 +108,44 @@ func (l *composite) AllowNWhich(n int) (d admit.Decision, which int) {
 	return d, which
 }
 
-// decide runs the kernel on the state under the mutex.
+// decide runs the kernel on the state under the mutex and shows the hold,
+// if there is one, the reading, as tokenBucket's does.
 func (l *composite) decide(n int) (kernel.Verdict, int) {
 	now := l.clock.Now() // read outside the lock; the kernels clamp a stale reading
 	l.mu.Lock()
 	v, which := l.k.Decide(l.state[:l.k.Len()], now, n)
+	if l.hold.Ticket != 0 {
+		return l.observe(v, which, now)
+	}
+	l.mu.Unlock()
+	return v, which
+}
+
+// observe is decide's end for a composite with a hold: it shows the hold the
+// reading now, dropping it once it can no longer be cancelled, unlocks l.mu
+// and returns v and which. It is outlined so that a composite without a
+// hold pays only decide's test of the Ticket.
+//
+//go:noinline
+func (l *composite) observe(v kernel.Verdict, which int, now time.Duration) (kernel.Verdict, int) {
+	if !l.k.Observe(&l.hold, l.state[:l.k.Len()], now) {
+		l.hold = kernel.CompositeHold{}
+	}
 	l.mu.Unlock()
 	return v, which
 }
 
 // compositeTB is the single-key composite of token buckets, which also hands
-// out reservations (admit.Reserver) in every rule at once. Its hold
-// (kernel.CompositeHold) records the latest reservation that can still be
-// cancelled; every call shows it its reading, as tokenBucket's does.
+// out reservations (admit.Reserver) in every rule at once, recorded in
+// composite's hold.
 type compositeTB struct {
 	composite
-	hold kernel.CompositeHold // guarded by mu
 }
 
 var (
 	_ admit.CompositeLimiter = (*compositeTB)(nil)
 	_ admit.Reserver         = (*compositeTB)(nil)
 )
-
-func (l *compositeTB) Allow() admit.Decision { return l.AllowN(1) }
-
-// AllowN is composite's, with the hold shown the reading.
-func (l *compositeTB) AllowN(n int) (d admit.Decision) {
-	v, which := l.decide(n)
-	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.PartLimit(which), v.Remaining, v.RetryAfter, v.ResetAfter
-	return d
-}
-
-// AllowNWhich implements [admit.CompositeLimiter].
-func (l *compositeTB) AllowNWhich(n int) (d admit.Decision, which int) {
-	v, which := l.decide(n)
-	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, l.k.PartLimit(which), v.Remaining, v.RetryAfter, v.ResetAfter
-	return d, which
-}
-
-// decide runs the kernel on the state under the mutex and shows the hold
-// the reading.
-func (l *compositeTB) decide(n int) (kernel.Verdict, int) {
-	now := l.clock.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := l.state[:l.k.Len()]
-	v, which := l.k.Decide(s, now, n)
-	if l.hold.Ticket != 0 && !l.k.Observe(&l.hold, s, now) {
-		l.hold = kernel.CompositeHold{}
-	}
-	return v, which
-}
 
 // ReserveN implements [admit.Reserver].
 func (l *compositeTB) ReserveN(n int, maxWait time.Duration) (admit.Reservation, bool) {

@@ -55,11 +55,8 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, checkUsage, maxRequestsPerLine)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if status, stop := parseFlags(fs, args); stop {
+		return status
 	}
 	if fs.NArg() > 1 {
 		fmt.Fprintf(stderr, "admit check: unexpected argument %q; want the flags, then at most one file of requests (- for standard input): admit check -rules FILE [REQUESTS]\n", fs.Arg(1))

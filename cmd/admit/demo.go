@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,11 +27,8 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: admit demo\n\nReplay the design notes' walkthrough with a fake clock.\n")
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if status, stop := parseFlags(fs, args); stop {
+		return status
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "admit demo: unexpected argument %q\n", fs.Arg(0))

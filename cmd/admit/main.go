@@ -44,6 +44,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -84,4 +86,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "admit: unknown command %q\n\n%s", args[0], usage)
 	return 2
+}
+
+// parseFlags parses a command's args into fs, and reports whether the
+// command must stop there, with its exit status: 0 after -help (fs has
+// printed its usage), 2 for a flag that does not parse (fs has said which).
+func parseFlags(fs *flag.FlagSet, args []string) (status int, stop bool) {
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return 0, false
+	case errors.Is(err, flag.ErrHelp):
+		return 0, true
+	}
+	return 2, true
 }

@@ -49,8 +49,7 @@ func (k *FixedWindow) current(s *FixedWindowState, now int64) (idx, count int64)
 
 // Allow implements [Kernel].
 func (k *FixedWindow) Allow(s *FixedWindowState, now time.Duration, n int) (d admit.Decision) {
-	v := k.Decide(s, now, n)
-	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, int(k.limit), v.Remaining, v.RetryAfter, v.ResetAfter
+	k.Decide(s, now, n).fill(&d, int(k.limit))
 	return d
 }
 

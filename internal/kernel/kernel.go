@@ -86,3 +86,10 @@ func (v Verdict) Decision(limit int) (d admit.Decision) {
 	d.ResetAfter = v.ResetAfter
 	return d
 }
+
+// fill writes v into *d as the Decision of a rule with the given Limit,
+// field by field, the one copy (see Verdict): each kernel's Allow is its
+// Decide and a fill.
+func (v Verdict) fill(d *admit.Decision, limit int) {
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, limit, v.Remaining, v.RetryAfter, v.ResetAfter
+}

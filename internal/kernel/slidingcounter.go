@@ -81,8 +81,7 @@ func (k *SlidingCounter) fits(elapsed, prev, curr, n int64) bool {
 
 // Allow implements [Kernel].
 func (k *SlidingCounter) Allow(s *SlidingCounterState, now time.Duration, n int) (d admit.Decision) {
-	v := k.Decide(s, now, n)
-	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, int(k.limit), v.Remaining, v.RetryAfter, v.ResetAfter
+	k.Decide(s, now, n).fill(&d, int(k.limit))
 	return d
 }
 

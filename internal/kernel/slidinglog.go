@@ -82,8 +82,7 @@ func (k *SlidingLog) scan(l *Log, now int64) (eff int64, dead int) {
 // Allow implements [Kernel]. It writes the log only when it admits n > 0, and it
 // writes n entries, one per admitted request.
 func (k *SlidingLog) Allow(l *Log, now time.Duration, n int) (d admit.Decision) {
-	v := k.Decide(l, now, n)
-	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, int(k.limit), v.Remaining, v.RetryAfter, v.ResetAfter
+	k.Decide(l, now, n).fill(&d, int(k.limit))
 	return d
 }
 

@@ -194,8 +194,7 @@ func (k *TokenBucket) cost(n int64) (ns, rem int64) {
 
 // Allow implements [Kernel].
 func (k *TokenBucket) Allow(s *TokenBucketState, now time.Duration, n int) (d admit.Decision) {
-	v := k.Decide(s, now, n)
-	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, int(k.limit), v.Remaining, v.RetryAfter, v.ResetAfter
+	k.Decide(s, now, n).fill(&d, int(k.limit))
 	return d
 }
 

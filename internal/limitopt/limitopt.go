@@ -1,8 +1,10 @@
-// Package limitopt holds what the options of httplimit and grpclimit have in
-// common: the fields both resolve ([Common]), the checks of the options both
-// offer, with errors that name the package ([Pkg]), and the joining of a
-// key's parts ([JoinKey]). Each package keeps its own Option type and
-// documents its options for its users.
+// Package limitopt holds what httplimit and grpclimit have in common: the
+// fields their options resolve ([Common]), the checks of the options both
+// offer, with errors that name the package ([Pkg]), the parts a key is
+// built from ([Part]) and their joining ([JoinKey]), and the decision of a
+// keyed request with its quota and its observation ([Decider]). Each
+// package keeps its own Option and KeyPart types and documents them for
+// its users.
 package limitopt
 
 import (
