@@ -69,62 +69,10 @@ type KeyedLimiter interface {
 // Store is what New returns in packages atomic, locked and sharded: a
 // keyed limiter of one rule with every control of its store. Every keyed
 // store of the three packages does all of it, so a caller never asserts a
-// capability.
+// capability. A Store is a [CompositeStore] whose Limits is its one rule.
 type Store interface {
-	KeyedLimiter
-
-	// ReserveN is [Reserver.ReserveN] for key. A token bucket takes n
-	// tokens now and reports when they are due. A store of another
-	// algorithm reserves nothing ahead: it admits n now when AllowN would
-	// (Delay 0, true), and otherwise takes nothing and reports the
-	// Decision's RetryAfter as the Delay, with false; [WaitKeyN] then
-	// sleeps that long and asks again, as it polls.
-	ReserveN(key string, n int, maxWait time.Duration) (Reservation, bool)
-
-	// CancelReservation is [Reserver.CancelReservation] for key: it gives
-	// back nothing for a reservation made on another key, or on this key
-	// before the store evicted it or Reset it. A reservation of a store
-	// that reserves nothing ahead (not a token bucket) took nothing to
-	// give back: cancelling it returns false.
-	CancelReservation(key string, r Reservation) bool
-
-	// Reset makes key's state a fresh key's, for example to lift a user's
-	// limit by hand after a support call: after Reset returns, the key's
-	// next decision sees a full budget at its own reading. A decision on
-	// key concurrent with Reset is ordered before or after it (Reset is
-	// linearizable), never lost or counted twice. A reservation made on
-	// key before Reset can no longer be cancelled after it: its hold goes
-	// with the state. Reset of a key the store does not hold does nothing.
-	Reset(key string)
+	CompositeStore
 
 	// Rule returns the rule the store enforces for every key.
 	Rule() Rule
-
-	// Limits returns the store's rule as Limits of one rule, so that a
-	// Store is also a [CompositeStore].
-	Limits() Limits
-
-	// AllowNWhich is AllowN, and also returns the index in Limits of the
-	// rule that bound the decision: always 0, the store's one rule, a
-	// denial for want of room in a full store ([WithMaxKeys]) included.
-	AllowNWhich(key string, n int) (Decision, int)
-
-	// Len returns the number of keys stored now. Under concurrent calls it
-	// may not include all of the latest insertions and evictions.
-	Len() int
-
-	// Sweep evicts every key that is idle now (its state equivalent to a
-	// fresh key's at the clock's reading minus a slack of 100ms, so that
-	// eviction never changes a decision) and returns the number of keys it
-	// evicted. It costs time in proportion to the keys stored. Calls need
-	// not sweep (each new key examines a few keys for eviction): it is for
-	// owners who want memory back while no new keys arrive, for example
-	// from a time.Ticker in a goroutine of their own.
-	Sweep() int
-
-	// Stats reports the keys stored, the bound of [WithMaxKeys], and the
-	// keys evicted and the requests for new keys a full store denied since
-	// it was built. It costs time in proportion to the store's shards (it
-	// reads Len), and is meant for a metrics scrape, not the decision path.
-	Stats() StoreStats
 }

@@ -164,33 +164,65 @@ type CompositeLimiter interface {
 
 // CompositeStore is what NewLimits returns in packages atomic, locked and
 // sharded: a keyed limiter of several rules per key with every control of
-// its store, [Store]'s but Rule. For Limits of one rule NewLimits returns
-// New's [Store], which is a CompositeStore too.
+// its store. For Limits of one rule NewLimits returns New's [Store], which
+// is a CompositeStore too. Every keyed store of the three packages does all
+// of it, so a caller never asserts a capability.
 type CompositeStore interface {
 	KeyedLimiter
 
-	// ReserveN is [Store.ReserveN]: when every rule is a token bucket, a
-	// reservation reserves in every rule and its cancellation gives back
-	// in every rule; otherwise the store reserves nothing ahead.
+	// ReserveN is [Reserver.ReserveN] for key. When every rule is a token
+	// bucket, it takes n tokens now in every rule and reports when they
+	// are due. A store with a rule of another algorithm reserves nothing
+	// ahead: it admits n now when AllowN would (Delay 0, true), and
+	// otherwise takes nothing and reports the Decision's RetryAfter as the
+	// Delay, with false; [WaitKeyN] then sleeps that long and asks again,
+	// as it polls.
 	ReserveN(key string, n int, maxWait time.Duration) (Reservation, bool)
 
-	// CancelReservation is [Store.CancelReservation].
+	// CancelReservation is [Reserver.CancelReservation] for key: it gives
+	// back, in every rule, what a reservation took, and nothing for a
+	// reservation made on another key, or on this key before the store
+	// evicted it or Reset it. A reservation of a store that reserves
+	// nothing ahead took nothing to give back: cancelling it returns false.
 	CancelReservation(key string, r Reservation) bool
 
-	// Reset is [Store.Reset], for every rule of key.
+	// Reset makes key's state a fresh key's in every rule, for example to
+	// lift a user's limit by hand after a support call: after Reset
+	// returns, the key's next decision sees a full budget at its own
+	// reading. A decision on key concurrent with Reset is ordered before
+	// or after it (Reset is linearizable), never lost or counted twice. A
+	// reservation made on key before Reset can no longer be cancelled
+	// after it: its hold goes with the state. Reset of a key the store
+	// does not hold does nothing.
 	Reset(key string)
 
-	// Limits returns the rules the store enforces for every key.
+	// Limits returns the rules the store enforces for every key (a
+	// [Store]'s one rule, as Limits of one rule).
 	Limits() Limits
 
 	// AllowNWhich is AllowN, and also returns the index in Limits of the
 	// rule that bound the decision (see [Limits]). A new key denied for
 	// want of room in a full store ([WithMaxKeys]) is bound by the first
-	// rule with the smallest Limit, whose Limit the Decision reports.
+	// rule with the smallest Limit, whose Limit the Decision reports (a
+	// Store's one rule: index 0).
 	AllowNWhich(key string, n int) (Decision, int)
 
-	// Len, Sweep and Stats are [Store]'s.
+	// Len returns the number of keys stored now. Under concurrent calls it
+	// may not include all of the latest insertions and evictions.
 	Len() int
+
+	// Sweep evicts every key that is idle now (its state equivalent to a
+	// fresh key's at the clock's reading minus a slack of 100ms, so that
+	// eviction never changes a decision) and returns the number of keys it
+	// evicted. It costs time in proportion to the keys stored. Calls need
+	// not sweep (each new key examines a few keys for eviction): it is for
+	// owners who want memory back while no new keys arrive, for example
+	// from a time.Ticker in a goroutine of their own.
 	Sweep() int
+
+	// Stats reports the keys stored, the bound of [WithMaxKeys], and the
+	// keys evicted and the requests for new keys a full store denied since
+	// it was built. It costs time in proportion to the store's shards (it
+	// reads Len), and is meant for a metrics scrape, not the decision path.
 	Stats() StoreStats
 }
