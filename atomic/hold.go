@@ -5,17 +5,15 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/admit-go/admit/internal/evict"
-	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/layout"
+	"github.com/admit-go/admit/internal/keyed"
 )
 
 // This file is how a lock-free token bucket keeps the hold (kernel.Hold) of
 // a reservation that may still be cancelled, and a packed state past its
 // word's horizon (spilled): while it has either, a cell is held, its value
 // the held value, and its state and hold live in a record under a mutex.
-// Package internal/held has the protocol, its invariants and its
+// Package internal/keyed (held.go) has the protocol, its invariants and its
 // linearization points; this file keeps the records and their mutexes.
 //
 // The records live in stripes chosen by the cell's address (a cell never
@@ -42,8 +40,8 @@ type holdTable struct {
 // holdStripe is a mutex and the records of the held cells that map to it.
 type holdStripe struct {
 	mu sync.Mutex
-	m  evict.Map[unsafe.Pointer, held.Rec] // guarded by mu
-	_  [layout.CacheLinePad - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(evict.Map[int, int]{})]byte
+	m  keyed.Map[unsafe.Pointer, keyed.Rec] // guarded by mu
+	_  [keyed.CacheLinePad - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(keyed.Map[int, int]{})]byte
 }
 
 // newTBKernel returns the kernel k with a hold table of n stripes (a power
@@ -69,42 +67,42 @@ func (t *holdTable) of(c unsafe.Pointer) *holdStripe {
 // held value: tbCell and tbSnapCell. Their Release runs only under the
 // mutex of their stripe.
 type holdCell[V comparable] interface {
-	held.Cell[V, *tbKernel]
+	keyed.Cell[V, *tbKernel]
 }
 
-// decideHeld is held.Decide on the held cell c, under its stripe's mutex.
-func decideHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointer, now time.Duration, n int) (kernel.Verdict, held.Outcome) {
+// decideHeld is keyed.Decide on the held cell c, under its stripe's mutex.
+func decideHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointer, now time.Duration, n int) (kernel.Verdict, keyed.Outcome) {
 	st := k.holds.of(ptr)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return held.Decide(&k.TokenBucket, k, c, &st.m, ptr, now, n)
+	return keyed.Decide(&k.TokenBucket, k, c, &st.m, ptr, now, n)
 }
 
-// spill is held.Spill on the cell c, whose value was old, under its
+// spill is keyed.Spill on the cell c, whose value was old, under its
 // stripe's mutex: it publishes s, which does not fit c, by holding c, and
 // reports false if the value moved meanwhile (the caller decides again).
 func spill[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointer, old V, s kernel.TokenBucketState) bool {
 	st := k.holds.of(ptr)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return held.Spill(c, &st.m, ptr, old, s)
+	return keyed.Spill(c, &st.m, ptr, old, s)
 }
 
-// reserveHeld is held.Reserve on the cell c, whether held or not, under its
+// reserveHeld is keyed.Reserve on the cell c, whether held or not, under its
 // stripe's mutex.
 func reserveHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointer, now time.Duration, n int, maxWait time.Duration) (d time.Duration, ok bool, ticket uint64) {
 	st := k.holds.of(ptr)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	d, ok, ticket, _ = held.Reserve(&k.TokenBucket, k, c, &st.m, ptr, now, n, maxWait) // a single key is never a tombstone
+	d, ok, ticket, _ = keyed.Reserve(&k.TokenBucket, k, c, &st.m, ptr, now, n, maxWait) // a single key is never a tombstone
 	return d, ok, ticket
 }
 
-// cancelHeld is held.Cancel on the cell c, under its stripe's mutex: it
+// cancelHeld is keyed.Cancel on the cell c, under its stripe's mutex: it
 // succeeds only on a held cell whose hold has the ticket.
 func cancelHeld[V comparable, C holdCell[V]](k *tbKernel, c C, ptr unsafe.Pointer, ticket uint64, now time.Duration) bool {
 	st := k.holds.of(ptr)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return held.Cancel(&k.TokenBucket, k, c, &st.m, ptr, ticket, now)
+	return keyed.Cancel(&k.TokenBucket, k, c, &st.m, ptr, ticket, now)
 }

@@ -8,9 +8,9 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/clockref"
-	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/internal/plumb"
 )
 
@@ -36,7 +36,7 @@ import (
 // and TestSpillReservations race and replay the spill.
 //
 // The word 2 is the held value (see hold.go), and the word 1 the tombstone
-// of internal/held's protocol, which only a store's eviction writes, so a
+// of internal/keyed's held protocol, which only a store's eviction writes, so a
 // single-key bucket never meets it. Pack never returns either: with L' = 1,
 // every TAT the kernel writes is a reading clamped to at least -(2^62-1)
 // ns, plus at least one nanosecond of cost; with L' > 1 every packed value
@@ -120,7 +120,7 @@ func (c *tbCell) decide(k *tbKernel, now time.Duration, n int) kernel.Verdict {
 	for {
 		old := c.w.Load()
 		if old == tbHeld {
-			if v, o := decideHeld(k, c, unsafe.Pointer(c), now, n); o == held.Decided {
+			if v, o := decideHeld(k, c, unsafe.Pointer(c), now, n); o == keyed.Decided {
 				return v
 			}
 			continue
@@ -137,7 +137,7 @@ func (c *tbCell) decide(k *tbKernel, now time.Duration, n int) kernel.Verdict {
 // goroutine that loaded it may read it without synchronisation, and pointer
 // identity rules out ABA (a snapshot's address is not reused while anyone
 // holds it). tbSnapTombstone, a snapshot no cell ever publishes, is the
-// tombstone of internal/held's protocol, which a single key never meets.
+// tombstone of internal/keyed's held protocol, which a single key never meets.
 type tbSnapCell struct {
 	p satomic.Pointer[kernel.TokenBucketState]
 }
@@ -191,7 +191,7 @@ func (c *tbSnapCell) decide(k *tbKernel, now time.Duration, n int) (v kernel.Ver
 		cur := c.p.Load()
 		if cur == tbSnapHeld {
 			v, o := decideHeld(k, c, unsafe.Pointer(c), now, n)
-			if o == held.Decided {
+			if o == keyed.Decided {
 				return v
 			}
 			continue

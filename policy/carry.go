@@ -7,16 +7,16 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 )
 
 // How a Reload carries the state of the pairs whose limits change
-// (docs/design.md, "How a key moves", has the protocol; internal/migrate the
+// (docs/design.md, "How a key moves", has the protocol; internal/keyed the
 // store's side of it). A Service's limiters are shared, one per (limits,
 // API) keyed by user, so a limiter can hold pairs whose limits change beside
 // pairs whose limits do not: keys move one by one, never a whole limiter.
 //
-// Every limiter that is a migrate.Store has, for its life, a Keep hook (may
+// Every limiter that is a keyed.Store has, for its life, a Keep hook (may
 // the pair be stored here afresh: does it resolve to this limiter in the
 // current snapshot, and is no move still to bring its state here? see keep)
 // and a Redirect hook (movedAway: decide the call again, through the
@@ -106,7 +106,7 @@ func WithCarry(c Carry) ReloadOption {
 // their keys. All limiters of one Limits are built by one factory with the
 // same options, so the first one built speaks for all.
 type protocol struct {
-	store bool   // migrate.Store: Take and Put
+	store bool   // keyed.Store: Take and Put
 	lists bool   // and Keys lists its keys (not hashed keys)
 	typ   string // the limiter's type, for errors
 }
@@ -114,7 +114,7 @@ type protocol struct {
 // protocolOf returns what lim, a new and empty limiter, offers.
 func protocolOf(lim admit.KeyedLimiter) protocol {
 	p := protocol{typ: fmt.Sprintf("%T", lim)}
-	if m, ok := lim.(migrate.Store); ok {
+	if m, ok := lim.(keyed.Store); ok {
 		p.store = true
 		p.lists = m.Keys(func(string) bool { return false })
 	}
@@ -122,22 +122,22 @@ func protocolOf(lim admit.KeyedLimiter) protocol {
 }
 
 // newAPILimiter boxes lim, the limiter of g's limits for api, and gives it
-// its hooks if it is a migrate.Store: Keep and Redirect for its life, and
+// its hooks if it is a keyed.Store: Keep and Redirect for its life, and
 // Adopt too while a Reload's keys are moving (a limiter built during the
 // window keeps its Adopt after it, which then finds no Reload and returns).
 // A limiter of a LimiterFactory gets no hooks, whatever its type: the
 // Service moves none of its keys.
 func (s *Service) newAPILimiter(g *group, api string, lim admit.KeyedLimiter, which whicher) *apiLimiter {
 	a := &apiLimiter{lim: lim, which: which, g: g, api: api, obs: s.obs}
-	m, ok := lim.(migrate.Store)
+	m, ok := lim.(keyed.Store)
 	if !ok || s.build.target != nil {
 		return a // a LimiterFactory's limiter converts its keys itself (target.go)
 	}
 	a.mig = m
-	keep := func(user string, adopted migrate.Epoch) bool { return s.keep(a, user, adopted) }
+	keep := func(user string, adopted keyed.Epoch) bool { return s.keep(a, user, adopted) }
 	redirect := func(string, int) (admit.Decision, int) { return movedAway, 0 }
-	a.hooks[0] = &migrate.Hooks{Keep: keep, Redirect: redirect}
-	a.hooks[1] = &migrate.Hooks{Adopt: func(user string) migrate.Epoch { return s.adopt(a, user) }, Keep: keep, Redirect: redirect}
+	a.hooks[0] = &keyed.Hooks{Keep: keep, Redirect: redirect}
+	a.hooks[1] = &keyed.Hooks{Adopt: func(user string) keyed.Epoch { return s.adopt(a, user) }, Keep: keep, Redirect: redirect}
 	a.setHooks(s.moving.Load() != nil)
 	return a
 }
@@ -183,7 +183,7 @@ func (s *snapshot) groupOf(user, api string) *group {
 type migration struct {
 	old, new *snapshot
 	carry    Carry
-	epoch    migrate.Epoch
+	epoch    keyed.Epoch
 }
 
 // carry publishes snap, which replaces old, and moves the keys of the pairs
@@ -278,7 +278,7 @@ func (s *Service) close(mv *migration) {
 //
 // A pair let in marks the limiter used (mark), unless a Reload has sealed
 // it: then keep refuses every pair until that Reload publishes.
-func (s *Service) keep(a *apiLimiter, user string, adopted migrate.Epoch) bool {
+func (s *Service) keep(a *apiLimiter, user string, adopted keyed.Epoch) bool {
 	snap := s.cur.Load()
 	if snap.groupOf(user, a.api) != a.g {
 		return false
@@ -333,7 +333,7 @@ func (a *apiLimiter) seal() bool { return a.use.CompareAndSwap(unused, sealed) }
 // in no old limiter), and 0 if it settled nothing. It runs before a takes
 // any mutex of its own. It acts only once the Reload has published its
 // snapshot, after which the old limiter refuses to store the pair again.
-func (s *Service) adopt(a *apiLimiter, user string) migrate.Epoch {
+func (s *Service) adopt(a *apiLimiter, user string) keyed.Epoch {
 	mv := s.cur.Load().mig
 	if mv == nil || s.moving.Load() != mv || mv.new.groupOf(user, a.api) != a.g {
 		return 0

@@ -12,7 +12,7 @@ import (
 	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/locked"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/sharded"
@@ -54,7 +54,7 @@ func (s *stop) at() {
 // call; everything else is the store's.
 type gated struct {
 	admit.KeyedLimiter
-	migrate.Store
+	keyed.Store
 	g     *gate
 	after bool // the keep stop is after the hooks' Keep has answered, not before it asks
 }
@@ -90,13 +90,13 @@ func (l *gated) Put(key string, from []kernel.PartState) bool {
 	return ok
 }
 
-func (l *gated) SetHooks(h *migrate.Hooks) {
+func (l *gated) SetHooks(h *keyed.Hooks) {
 	if h == nil || h.Keep == nil {
 		l.Store.SetHooks(h)
 		return
 	}
 	w := *h
-	w.Keep = func(key string, adopted migrate.Epoch) bool {
+	w.Keep = func(key string, adopted keyed.Epoch) bool {
 		if l.mine(key) && !l.after {
 			l.g.keep.at()
 		}
@@ -132,7 +132,7 @@ func TestMoveBack(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return &gated{KeyedLimiter: l, Store: l.(migrate.Store), g: g}, nil
+		return &gated{KeyedLimiter: l, Store: l.(keyed.Store), g: g}, nil
 	}
 	single := func(f func(admit.Rule, ...admit.Option) (admit.Store, error)) func(*gate) []admit.Option {
 		return func(g *gate) []admit.Option {

@@ -12,7 +12,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/policy"
 )
 
@@ -179,7 +179,7 @@ func (mb *moveBack) wrap(lim admit.KeyedLimiter, err error) (admit.KeyedLimiter,
 	if err != nil {
 		return nil, err
 	}
-	st, ok := lim.(migrate.Store)
+	st, ok := lim.(keyed.Store)
 	if !ok {
 		return nil, fmt.Errorf("stress: %T moves no keys", lim)
 	}
@@ -190,7 +190,7 @@ func (mb *moveBack) wrap(lim admit.KeyedLimiter, err error) (admit.KeyedLimiter,
 // around it and, when planted, the old Keep.
 type moveBackStore struct {
 	admit.KeyedLimiter
-	migrate.Store
+	keyed.Store
 	mb *moveBack
 }
 
@@ -218,13 +218,13 @@ func (s *moveBackStore) Put(key string, from []kernel.PartState) bool {
 	return ok
 }
 
-func (s *moveBackStore) SetHooks(h *migrate.Hooks) {
+func (s *moveBackStore) SetHooks(h *keyed.Hooks) {
 	if h == nil || h.Keep == nil {
 		s.Store.SetHooks(h)
 		return
 	}
 	w := *h
-	w.Keep = func(key string, adopted migrate.Epoch) bool {
+	w.Keep = func(key string, adopted keyed.Epoch) bool {
 		if s.mb.now() {
 			s.mb.untilPublished() // under the key's lock: the next book may send the pair back here
 		}

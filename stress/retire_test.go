@@ -14,8 +14,7 @@ import (
 	"github.com/admit-go/admit"
 	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/clock"
-	"github.com/admit-go/admit/internal/evict"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/policy"
 )
 
@@ -124,7 +123,7 @@ func rtEvictRun(t *testing.T, v variant, rc rtRule) {
 			t.Fatalf("%s(%v) is not an admit.Store", v.name, rc.rule)
 		}
 	}
-	past := 2*rc.rule.Window + evict.Slack + time.Millisecond
+	past := 2*rc.rule.Window + keyed.Slack + time.Millisecond
 	var got [rtEvictKeys]atomic.Int64
 	keys := make([]string, rtEvictKeys)
 	for round := range rtEvictRounds.get() {
@@ -351,7 +350,7 @@ func rtTakeRun(t *testing.T, fc serviceFactory, alg string) {
 			for _, l := range slices.Backward(ls) {
 				if d := l.AllowN(users[0], 0); d.Limit >= 0 && d.Remaining < want*n {
 					var keys []string
-					l.(migrate.Store).Keys(func(k string) bool { keys = append(keys, k); return true })
+					l.(keyed.Store).Keys(func(k string) bool { keys = append(keys, k); return true })
 					if len(keys) == 0 {
 						return nil, nil // a Reload took them since the probe
 					}

@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/internal/plumb"
 )
 
@@ -89,7 +89,7 @@ func (l *store[KT, S]) initComposite(k *kernel.Composite, set plumb.Settings, cl
 	l.horizon = 0
 	for i := range limits.Len() {
 		r := limits.At(i)
-		l.horizon = max(l.horizon, evict.Horizon(r))
+		l.horizon = max(l.horizon, keyed.Horizon(r))
 		if l.least < 0 && r.Limit == l.limit {
 			l.least = i
 		}

@@ -19,13 +19,13 @@
 // finds its key missing decides at max(its reading, floor) (see shard.floor).
 // Insertions sweep a few keys (sweep), a shrunken map is rebuilt (evicted),
 // and with admit.WithMaxKeys a new key in a full store makes room or is
-// denied (makeRoom, internal/evict.MakeRoom); the evictions and those
-// denials are counted in the store's evict.Counter, on those paths only, and
+// denied (makeRoom, internal/keyed.MakeRoom); the evictions and those
+// denials are counted in the store's keyed.Counter, on those paths only, and
 // reported by Stats. Token-bucket stores also hand out reservations ahead,
 // with a hold per waiting key (reserve.go). Composite
 // limits (NewLimits) keep all the rules of a key in one state, decided
 // together through kernel.Composite (composite.go, composite_reserve.go).
-// Every store is a migrate.Store, whose keys a policy.Service moves one by
+// Every store is a keyed.Store, whose keys a policy.Service moves one by
 // one to another store when their limits change (migrate.go): a call on a
 // key its shard does not hold consults the Service's hooks, releasing the
 // lock to adopt the key or to have the call decided elsewhere.
@@ -44,11 +44,9 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
-	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/layout"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/internal/plumb"
 )
 
@@ -95,8 +93,8 @@ type shardFields struct {
 	m     map[string]*struct{}
 	floor time.Duration
 	peak  int
-	holds evict.Map[*struct{}, kernel.Hold]
-	cheld evict.Map[*struct{}, kernel.CompositeHold]
+	holds keyed.Map[*struct{}, kernel.Hold]
+	cheld keyed.Map[*struct{}, kernel.CompositeHold]
 }
 
 // shard is a mutex and the states of the keys that hash to it.
@@ -122,13 +120,13 @@ type shard[KT comparable, S any] struct {
 	// the key's state: a key evicted and stored again has a new one, and an
 	// eviction deletes the hold of the state it deletes, so every entry is a
 	// stored key's. Calls of a shard that never had a hold pay one comparison.
-	holds evict.Map[*S, kernel.Hold]
+	holds keyed.Map[*S, kernel.Hold]
 
 	// cheld is holds for a composite of token buckets (composite.go), whose
 	// holds are kernel.CompositeHold; it is nil in every other store.
-	cheld evict.Map[*S, kernel.CompositeHold]
+	cheld keyed.Map[*S, kernel.CompositeHold]
 
-	_ [layout.CacheLinePad - unsafe.Sizeof(shardFields{})]byte
+	_ [keyed.CacheLinePad - unsafe.Sizeof(shardFields{})]byte
 }
 
 // store is a sharded keyed store of states S under map keys KT (a string, or
@@ -150,11 +148,11 @@ type store[KT comparable, S any] struct {
 	horizon time.Duration // the longest a state can take to become fresh
 	clone   func(KT) KT   // our own copy of a caller's map key; nil for hashes
 	shards  []shard[KT, S]
-	keys    evict.Counter // keys stored (when maxKeys > 0), Stats' counts, makeRoom's cursor
+	keys    keyed.Counter // keys stored (when maxKeys > 0), Stats' counts, makeRoom's cursor
 
-	// hooks are a migrate.Store's hooks (SetHooks, migrate.go), nil until
+	// hooks are a keyed.Store's hooks (SetHooks, migrate.go), nil until
 	// set. Only the path of a key a shard does not hold reads them.
-	hooks atomic.Pointer[migrate.Hooks]
+	hooks atomic.Pointer[keyed.Hooks]
 
 	// pause, when set (by tests only), is called once, by the first call to
 	// reach it after it has read the clock and before it takes its shard's
@@ -171,7 +169,7 @@ func (l *store[KT, S]) init(kern any, rule admit.Rule, set plumb.Settings, clone
 	l.shift = uint(64 - bits.TrailingZeros(uint(n)))
 	l.limit = rule.Limit
 	l.maxKeys = int64(set.MaxKeys)
-	l.horizon = evict.Horizon(rule)
+	l.horizon = keyed.Horizon(rule)
 	l.clone = clone
 	l.shards = make([]shard[KT, S], n)
 	for i := range l.shards {
@@ -279,8 +277,8 @@ func (l *store[KT, S]) insert(sh *shard[KT, S], mk KT, now time.Duration, n int)
 // (Stats): every caller denies the request then. It requires that sh.mu is
 // held.
 func (l *store[KT, S]) add(sh *shard[KT, S], mk KT, s S, now time.Duration) (stored *S, wait time.Duration) {
-	if len(sh.m) >= evict.SweepMinLen {
-		l.sweep(sh, now, evict.SweepBatch)
+	if len(sh.m) >= keyed.SweepMinLen {
+		l.sweep(sh, now, keyed.SweepBatch)
 	}
 	if l.maxKeys > 0 && !l.reserve() {
 		if wait, ok := l.makeRoom(sh, now); !ok {

@@ -17,7 +17,7 @@ import (
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/conformance"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/internal/plumb"
 )
 
@@ -39,7 +39,7 @@ var migrateTexts = []string{
 // movable is a store of New or NewLimits as the migration tests use it.
 type movable interface {
 	admit.CompositeStore
-	migrate.Store
+	keyed.Store
 }
 
 // buckets reports whether every rule of limits is a token bucket: a store
@@ -64,7 +64,7 @@ func newMovable(t testing.TB, limits admit.Limits, set plumb.Settings) movable {
 		lim = NewLimits(limits, set)
 	}
 	m, ok := lim.(movable)
-	require.True(t, ok, "%v: a %T is no migrate.Store", limits, lim)
+	require.True(t, ok, "%v: a %T is no keyed.Store", limits, lim)
 	require.Equal(t, limits, m.Limits())
 	return m
 }
@@ -297,8 +297,8 @@ func TestKeepRedirects(t *testing.T) {
 			which := limits.Len() - 1
 			var keeps, redirects []string
 			keep := true
-			lim.SetHooks(&migrate.Hooks{
-				Keep: func(key string, _ migrate.Epoch) bool {
+			lim.SetHooks(&keyed.Hooks{
+				Keep: func(key string, _ keyed.Epoch) bool {
 					assert.False(t, free.unlocked(), "%s: Keep runs under the shard's lock", text)
 					keeps = append(keeps, key)
 					return keep
@@ -331,7 +331,7 @@ func TestKeepRedirects(t *testing.T) {
 			d, _ = conformance.AllowWhich(lim, "new", 1)
 			assert.Equal(t, limits.Limit()-1, d.Remaining, "%s: a kept key is inserted as usual", text)
 			assert.Equal(t, 2, lim.Len(), text)
-			lim.SetHooks(&migrate.Hooks{Keep: func(string, migrate.Epoch) bool { return false }})
+			lim.SetHooks(&keyed.Hooks{Keep: func(string, keyed.Epoch) bool { return false }})
 			d, _ = conformance.AllowWhich(lim, "other", 1)
 			assert.Equal(t, limits.Limit()-1, d.Remaining, "%s: a Keep without a Redirect keeps the key", text)
 			lim.SetHooks(nil)
@@ -354,8 +354,8 @@ func TestKeepRedirectsReservations(t *testing.T) {
 		res := lim
 		redirect := admit.Decision{Allowed: true, Limit: 3, Remaining: 1}
 		var redirects int
-		lim.SetHooks(&migrate.Hooks{
-			Keep: func(string, migrate.Epoch) bool { return false },
+		lim.SetHooks(&keyed.Hooks{
+			Keep: func(string, keyed.Epoch) bool { return false },
 			Redirect: func(key string, n int) (admit.Decision, int) {
 				redirects++
 				assert.Equal(t, "moved", key)
@@ -398,8 +398,8 @@ func TestAdopt(t *testing.T) {
 			spent := make([]kernel.PartState, limits.Len())
 			var adopted []string
 			keeps := 0
-			lim.SetHooks(&migrate.Hooks{
-				Adopt: func(key string) migrate.Epoch {
+			lim.SetHooks(&keyed.Hooks{
+				Adopt: func(key string) keyed.Epoch {
 					assert.True(t, free.unlocked(), "%s: Adopt runs before the store takes a lock", text)
 					adopted = append(adopted, key)
 					if other.Take(key, spent) {
@@ -407,8 +407,8 @@ func TestAdopt(t *testing.T) {
 					}
 					return 7
 				},
-				Keep: func(_ string, adopted migrate.Epoch) bool {
-					assert.Equal(t, migrate.Epoch(7), adopted, "%v: Keep is asked with the call's Adopt's Epoch", text)
+				Keep: func(_ string, adopted keyed.Epoch) bool {
+					assert.Equal(t, keyed.Epoch(7), adopted, "%v: Keep is asked with the call's Adopt's Epoch", text)
 					keeps++
 					return true
 				},

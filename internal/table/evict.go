@@ -3,9 +3,8 @@ package table
 import (
 	"time"
 
-	"github.com/admit-go/admit/internal/evict"
-	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/hook"
+	"github.com/admit-go/admit/internal/keyed"
 )
 
 // sweep examines up to limit keys of sh's table, from the shard's cursor
@@ -21,7 +20,7 @@ import (
 // at: a call that published a newer word meanwhile makes it fail, so no
 // admission is lost, and a call that then finds the tombstone takes the slow
 // path, which reads the floor under the mutex. A held slot shows its hold
-// the reading first (held.Settle), which releases it or, for a fresh
+// the reading first (keyed.Settle), which releases it or, for a fresh
 // spilled state, buries it.
 func (t *Store) sweep(sh *shard, now, at time.Duration, limit int, soonest *time.Duration) (examined, evicted int) {
 	tb := sh.tab.Load()
@@ -47,7 +46,7 @@ func (t *Store) sweep(sh *shard, now, at time.Duration, limit int, soonest *time
 		}
 		examined++
 		if w == t.held {
-			if held.Settle(t.tb, t.tb, cell{p}, &sh.holds, t.slotKey(tb, i, tag), at, func(at time.Duration) { sh.floor = max(sh.floor, at) }) {
+			if keyed.Settle(t.tb, t.tb, cell{p}, &sh.holds, t.slotKey(tb, i, tag), at, func(at time.Duration) { sh.floor = max(sh.floor, at) }) {
 				tb.live--
 				evicted++
 				continue
@@ -123,10 +122,10 @@ func (t *Store) removed(sh *shard, n int) {
 	}
 }
 
-// makeRoom applies the full-store policy (evict.MakeRoom) for a new key of
+// makeRoom applies the full-store policy (keyed.MakeRoom) for a new key of
 // own, whose mutex the caller holds; it only TryLocks the other shards.
 func (t *Store) makeRoom(own *shard, now time.Duration) (time.Duration, bool) {
-	return evict.MakeRoom(&t.keys, t.maxKeys, t.shards, own, now, t.horizon,
+	return keyed.MakeRoom(&t.keys, t.maxKeys, t.shards, own, now, t.horizon,
 		func(sh *shard, isOwn bool, at time.Duration, limit int, soonest *time.Duration) (int, int) {
 			if !isOwn {
 				if !sh.mu.TryLock() {
@@ -141,7 +140,7 @@ func (t *Store) makeRoom(own *shard, now time.Duration) (time.Duration, bool) {
 // Sweep implements [admit.Store]: it evicts every key fresh at the
 // eviction reading, shard by shard, and returns how many it evicted.
 func (t *Store) Sweep() int {
-	return t.sweepAt(evict.Reading(t.clock.Now()))
+	return t.sweepAt(keyed.Reading(t.clock.Now()))
 }
 
 // sweepAt evicts every key fresh at reading at, shard by shard, and returns
@@ -168,7 +167,7 @@ func (t *Store) sweepAt(at time.Duration) int {
 // linearization point. A lock-free call that loaded the word before fails
 // its CAS and decides again on the fresh state; one that published first is
 // ordered before the reset. A held slot (token bucket) is released with the
-// zero state and its record, with any hold, deleted (held.Reset). A key the
+// zero state and its record, with any hold, deleted (keyed.Reset). A key the
 // table does not hold, or a tombstone, is already fresh.
 func (t *Store) Reset(key string) {
 	if lockFreeReset() {
@@ -189,7 +188,7 @@ func (t *Store) Reset(key string) {
 		case t.tomb, 0:
 			return
 		case t.held:
-			held.Reset(t.tb, cell{p}, &sh.holds, rk)
+			keyed.Reset(t.tb, cell{p}, &sh.holds, rk)
 			return
 		}
 		hook.Between(hook.BeforeCAS)

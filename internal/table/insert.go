@@ -4,10 +4,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/admit-go/admit/internal/evict"
-	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/keyed"
 )
 
 // The slow path, under the shard's mutex: a held slot, a stored key whose
@@ -49,7 +48,7 @@ func (t *Store) slow(sh *shard, rk recKey, key string, now time.Duration, n int)
 				break // evicted: a missing key
 			}
 			if old == t.held {
-				v, _ := held.Decide(t.tb, t.tb, cell{p}, &sh.holds, rk, now, n)
+				v, _ := keyed.Decide(t.tb, t.tb, cell{p}, &sh.holds, rk, now, n)
 				return v
 			}
 			v, nw, change, fits := t.step(old, now, n)
@@ -58,8 +57,8 @@ func (t *Store) slow(sh *shard, rk recKey, key string, now time.Duration, n int)
 			}
 			if !fits {
 				// Past the word's horizon: hold the slot with the state
-				// in its record (held.Spill), if the word is still old.
-				if held.Spill(cell{p}, &sh.holds, rk, old, t.tbNext(old, now, n)) {
+				// in its record (keyed.Spill), if the word is still old.
+				if keyed.Spill(cell{p}, &sh.holds, rk, old, t.tbNext(old, now, n)) {
 					return v
 				}
 				continue
@@ -86,7 +85,7 @@ func (t *Store) slow(sh *shard, rk recKey, key string, now time.Duration, n int)
 	if !fits {
 		// A new state past the word's horizon: store the key held, with
 		// the state in its record.
-		t.putHeld(sh, at, rk, key, held.Rec{State: t.tbNext(0, now, n)})
+		t.putHeld(sh, at, rk, key, keyed.Rec{State: t.tbNext(0, now, n)})
 		return v
 	}
 	t.put(sh, at, rk, key, nw)
@@ -95,7 +94,7 @@ func (t *Store) slow(sh *shard, rk recKey, key string, now time.Duration, n int)
 
 // putHeld stores a key the shard does not hold, held, with record rec. It
 // requires sh.mu.
-func (t *Store) putHeld(sh *shard, at spot, rk recKey, key string, rec held.Rec) {
+func (t *Store) putHeld(sh *shard, at spot, rk recKey, key string, rec keyed.Rec) {
 	sh.holds.Put(rk, rec)
 	t.put(sh, at, rk, key, kernel.TokenBucketHeld)
 }
@@ -106,8 +105,8 @@ func (t *Store) putHeld(sh *shard, at spot, rk recKey, key string, rec held.Rec)
 // callers that then deny count the denial (Stats); Put, which stores its
 // key beyond the bound instead, does not. It requires sh.mu.
 func (t *Store) add(sh *shard, now time.Duration) (wait time.Duration, ok bool) {
-	if tb := sh.tab.Load(); tb != nil && tb.live >= evict.SweepMinLen {
-		t.sweep(sh, now, evict.Reading(now), evict.SweepBatch, nil)
+	if tb := sh.tab.Load(); tb != nil && tb.live >= keyed.SweepMinLen {
+		t.sweep(sh, now, keyed.Reading(now), keyed.SweepBatch, nil)
 	}
 	if t.maxKeys > 0 && !t.keys.Reserve(t.maxKeys) {
 		if wait, ok := t.makeRoom(sh, now); !ok {

@@ -4,14 +4,13 @@ import (
 	"encoding/binary"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/internal/reservation"
 )
 
-// The table is a migrate.Store: a policy.Service Reload moves keys out of it
+// The table is a keyed.Store: a policy.Service Reload moves keys out of it
 // one by one (Take), into it (Put), over its listed keys (Keys), and has its
 // say over the keys it does not hold through the hooks (SetHooks).
 //
@@ -29,20 +28,20 @@ import (
 // takes the slow path, where the key is missing; a call that published
 // first is in the state taken.
 
-var _ migrate.Store = (*Store)(nil)
+var _ keyed.Store = (*Store)(nil)
 
 // redirected is the Verdict slow returns for a call on a missing key that
 // the hooks' Keep refused: no Verdict has a negative Remaining.
 var redirected = kernel.Verdict{Remaining: -1}
 
-// Limits implements [migrate.Store]: the store's rule, as one-rule Limits.
+// Limits implements [keyed.Store]: the store's rule, as one-rule Limits.
 func (t *Store) Limits() admit.Limits {
 	l, _ := admit.NewLimits(t.rule) // the store's rule is valid
 	return l
 }
 
-// SetHooks implements [migrate.Store].
-func (t *Store) SetHooks(h *migrate.Hooks) { t.hooks.Store(h) }
+// SetHooks implements [keyed.Store].
+func (t *Store) SetHooks(h *keyed.Hooks) { t.hooks.Store(h) }
 
 // adopt calls the hooks' Adopt for key if the store has an Adopt hook and
 // does not hold key, before any lock of the store's own (Adopt may Put key
@@ -51,7 +50,7 @@ func (t *Store) SetHooks(h *migrate.Hooks) { t.hooks.Store(h) }
 // without the lock, as a lock-free call reads it: a key that goes missing
 // just after is adopted by no one here, and is met by Keep under the mutex
 // with 0, which a move still to bring the key here refuses.
-func (t *Store) adopt(sh *shard, rk recKey, key string) migrate.Epoch {
+func (t *Store) adopt(sh *shard, rk recKey, key string) keyed.Epoch {
 	h := t.hooks.Load()
 	if h == nil || h.Adopt == nil {
 		return 0
@@ -67,7 +66,7 @@ func (t *Store) adopt(sh *shard, rk recKey, key string) migrate.Epoch {
 // keep reports whether the hooks let the store insert key, which it does
 // not hold (true without hooks, or without a Keep hook); adopted is what
 // the call's adopt returned. It requires the key's shard's mutex.
-func (t *Store) keep(key string, adopted migrate.Epoch) bool {
+func (t *Store) keep(key string, adopted keyed.Epoch) bool {
 	h := t.hooks.Load()
 	return h == nil || h.Keep == nil || h.Keep(key, adopted)
 }
@@ -101,7 +100,7 @@ func (t *Store) reserveElsewhere(key string, n int) (admit.Reservation, bool) {
 	return reservation.New(d.RetryAfter, n, 0), false
 }
 
-// Take implements [migrate.Store]. Under the key's shard's mutex it
+// Take implements [keyed.Store]. Under the key's shard's mutex it
 // freezes the slot's word to the tombstone (for a held slot, whose word
 // only the mutex's holder changes, it reads the record's state and deletes
 // the record, with any hold), uncounts the key as an eviction does (but
@@ -117,7 +116,7 @@ func (t *Store) Take(key string, into []kernel.PartState) bool {
 	}
 	p := &tb.slot(i)[1]
 	var w uint64
-	var rec held.Rec
+	var rec keyed.Rec
 	for {
 		w = p.Load()
 		if w == t.tomb {
@@ -150,7 +149,7 @@ func (t *Store) Take(key string, into []kernel.PartState) bool {
 	return true
 }
 
-// Put implements [migrate.Store]. from[0] must be a state of the store's
+// Put implements [keyed.Store]. from[0] must be a state of the store's
 // rule, as kernel.Convert writes (a count may be past the Limit: the word
 // keeps it up to its room, see kernel.FixedWindowWord). A token
 // bucket's state past the packed word's horizon is stored held, as the slow
@@ -171,7 +170,7 @@ func (t *Store) Put(key string, from []kernel.PartState) bool {
 	}
 	at := spot{tb, i, ok}
 	if !fits {
-		t.putHeld(sh, at, rk, key, held.Rec{State: from[0].TB()})
+		t.putHeld(sh, at, rk, key, keyed.Rec{State: from[0].TB()})
 		return true
 	}
 	t.put(sh, at, rk, key, w)
@@ -201,7 +200,7 @@ func (t *Store) pack(s *kernel.PartState) (w uint64, fits bool) {
 	}
 }
 
-// Keys implements [migrate.Store]. It copies each shard's keys under the
+// Keys implements [keyed.Store]. It copies each shard's keys under the
 // shard's mutex and calls yield with them after releasing it, so yield may
 // call the store (Take a key, say). A store of hashed keys keeps no keys to
 // give and returns false at once.

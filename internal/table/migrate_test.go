@@ -16,11 +16,11 @@ import (
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/conformance"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/internal/table"
 )
 
-// The table as a migrate.Store: keys taken from one table and put into
+// The table as a keyed.Store: keys taken from one table and put into
 // another keep every decision, a call racing the move is neither lost nor
 // counted twice, a key the hooks refuse goes to Redirect, and Keys lists
 // every key.
@@ -36,11 +36,11 @@ var migrateRules = []admit.Rule{
 	{Algorithm: admit.SlidingCounter, Limit: 7, Window: time.Second},
 }
 
-// mstore returns the table for rule over clk as a migrate.Store.
-func mstore(t require.TestingT, rule admit.Rule, clk clock.Clock, opts ...admit.Option) (admit.Store, migrate.Store) {
+// mstore returns the table for rule over clk as a keyed.Store.
+func mstore(t require.TestingT, rule admit.Rule, clk clock.Clock, opts ...admit.Option) (admit.Store, keyed.Store) {
 	l := newTable(t, rule, clk, opts...)
-	m, ok := l.(migrate.Store)
-	require.True(t, ok, "%T is no migrate.Store", l)
+	m, ok := l.(keyed.Store)
+	require.True(t, ok, "%T is no keyed.Store", l)
 	return l, m
 }
 
@@ -56,7 +56,7 @@ func TestTakePutRoundTrip(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
 				clk := clock.NewFake()
 				var stores [2]admit.Store
-				var ms [2]migrate.Store
+				var ms [2]keyed.Store
 				for i := range stores {
 					stores[i], ms[i] = mstore(rt, rule, clk, admit.WithShards(2))
 				}
@@ -207,14 +207,14 @@ func testTakeHammer(t *testing.T, paused bool) {
 						assert.True(t, mb.Put(key, buf[:]))
 					}
 				}
-				mb.SetHooks(&migrate.Hooks{Adopt: func(string) migrate.Epoch {
+				mb.SetHooks(&keyed.Hooks{Adopt: func(string) keyed.Epoch {
 					if moved.Load() {
 						move()
 					}
 					return 0
 				}})
-				ma.SetHooks(&migrate.Hooks{
-					Keep: func(string, migrate.Epoch) bool { return !moved.Load() },
+				ma.SetHooks(&keyed.Hooks{
+					Keep: func(string, keyed.Epoch) bool { return !moved.Load() },
 					Redirect: func(key string, n int) (admit.Decision, int) {
 						redirected.Add(1)
 						return b.AllowN(key, n), 0
@@ -283,8 +283,8 @@ func TestKeepRedirects(t *testing.T) {
 		var keeps, adopts []string
 		var redirects []int
 		elsewhere := admit.Decision{Allowed: true, Limit: 99, Remaining: 42, ResetAfter: time.Minute}
-		m.SetHooks(&migrate.Hooks{
-			Adopt: func(key string) migrate.Epoch {
+		m.SetHooks(&keyed.Hooks{
+			Adopt: func(key string) keyed.Epoch {
 				adopts = append(adopts, key)
 				if key == "adopted" {
 					var s [1]kernel.PartState
@@ -301,10 +301,10 @@ func TestKeepRedirects(t *testing.T) {
 					}
 					require.True(t, m.Put(key, s[:]))
 				}
-				return migrate.Epoch(len(key))
+				return keyed.Epoch(len(key))
 			},
-			Keep: func(key string, adopted migrate.Epoch) bool {
-				assert.Equal(t, migrate.Epoch(len(key)), adopted, "%v: Keep is asked with the call's Adopt's Epoch", rule)
+			Keep: func(key string, adopted keyed.Epoch) bool {
+				assert.Equal(t, keyed.Epoch(len(key)), adopted, "%v: Keep is asked with the call's Adopt's Epoch", rule)
 				keeps = append(keeps, key)
 				return key != "moved"
 			},

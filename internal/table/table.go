@@ -21,11 +21,8 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/clockref"
-	"github.com/admit-go/admit/internal/evict"
-	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/layout"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/internal/plumb"
 )
 
@@ -57,7 +54,7 @@ type shardFields struct {
 	tab    atomic.Pointer[tab]
 	floor  time.Duration
 	cursor uint64
-	holds  evict.Map[recKey, held.Rec]
+	holds  keyed.Map[recKey, keyed.Rec]
 }
 
 // shard is one part of the store: a table, and the mutex that guards its
@@ -77,10 +74,10 @@ type shard struct {
 	cursor uint64 // guarded by mu: the next slot an insertion's sweep examines
 
 	// holds is guarded by mu: the records of the shard's held slots (token
-	// bucket only), by key: held.Rec.
-	holds evict.Map[recKey, held.Rec]
+	// bucket only), by key: keyed.Rec.
+	holds keyed.Map[recKey, keyed.Rec]
 
-	_ [layout.CacheLinePad - unsafe.Sizeof(shardFields{})]byte
+	_ [keyed.CacheLinePad - unsafe.Sizeof(shardFields{})]byte
 }
 
 // recKey is a key as a table compares it: its tag and, with full keys, its
@@ -116,15 +113,15 @@ type Store struct {
 	maxKeys int64
 	horizon time.Duration
 	shards  []shard
-	keys    evict.Counter // keys stored (when maxKeys > 0), Stats' counts, makeRoom's cursor
+	keys    keyed.Counter // keys stored (when maxKeys > 0), Stats' counts, makeRoom's cursor
 
 	// pause is the tests' pause point (pause_on.go), in builds with the tag
 	// admittest only; in a normal build it is empty and never read.
 	pause pausePoint
 
-	// hooks are the migrate.Hooks of the store's owner (nil: none), read
+	// hooks are the keyed.Hooks of the store's owner (nil: none), read
 	// only on the paths of a key the table does not hold (see migrate.go).
-	hooks atomic.Pointer[migrate.Hooks]
+	hooks atomic.Pointer[keyed.Hooks]
 }
 
 // New returns the table store for rule, which must pack (Packs), with the
@@ -142,7 +139,7 @@ func New(rule admit.Rule, set plumb.Settings) admit.Store {
 		seed:    maphash.MakeSeed(),
 		mix:     [3]uint64{rand.Uint64(), rand.Uint64(), rand.Uint64() | 1},
 		maxKeys: int64(set.MaxKeys),
-		horizon: evict.Horizon(rule),
+		horizon: keyed.Horizon(rule),
 		shards:  make([]shard, n),
 	}
 	t.sbits = 64 - t.shift

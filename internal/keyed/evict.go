@@ -1,11 +1,4 @@
-// Package evict holds what the keyed stores (the table, the map store) share
-// about idle-key eviction: its tuning, the reading a sweep judges
-// idleness at, the padded counter behind admit.WithMaxKeys and
-// admit.StoreStats, the full-store policy, and the map that gives its memory
-// back ([Map]) in which they keep the holds of reservations. Each store keeps
-// only how it scans its own shards.
-// docs/keyed-stores.md documents the values and the argument.
-package evict
+package keyed
 
 import (
 	"math"
@@ -14,7 +7,6 @@ import (
 	"unsafe"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/layout"
 )
 
 // Tuning of eviction.
@@ -58,7 +50,7 @@ const (
 // Map is a map whose memory comes back when it shrinks. A Go map never
 // gives back the buckets of deleted entries, so a map that once held many
 // would keep their memory for its owner's life. Every store keeps the holds
-// of its reservations (package held's records, in package atomic and the
+// of its reservations (held.go's records, in package atomic and the
 // table) in a Map per shard or stripe, and a deletion rebuilds it as a
 // shard's map of keys is rebuilt: once it holds a quarter of the entries it
 // held at its peak, if that peak was at least RebuildMin, what is left is
@@ -147,12 +139,12 @@ type counterFields struct {
 // counts a store's Stats reports (admit.StoreStats), and MakeRoom's cursor.
 // A call on a stored key writes none of them. Its zero value counts no key.
 type Counter struct {
-	_         [layout.CacheLinePad]byte
+	_         [CacheLinePad]byte
 	n         atomic.Int64  // keys stored, kept only when the store is bounded
 	evictions atomic.Uint64 // keys evicted since the store was built (Evicted)
 	denials   atomic.Uint64 // new keys denied for want of room (Denied)
 	cursor    atomic.Uint32 // where MakeRoom starts visiting other shards
-	_         [layout.CacheLinePad - unsafe.Sizeof(counterFields{})]byte
+	_         [CacheLinePad - unsafe.Sizeof(counterFields{})]byte
 }
 
 // Reserve counts one more key if fewer than max are counted.

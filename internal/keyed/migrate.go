@@ -1,4 +1,11 @@
-// Package migrate is the protocol by which a keyed store hands keys to
+package keyed
+
+import (
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/kernel"
+)
+
+// This file is the protocol by which a keyed store hands keys to
 // another when the limits of some of its keys change: a policy.Service
 // Reload moves each pair whose limits changed from its old limiter to its
 // new one, carrying its state (kernel.Convert), while Checks go on.
@@ -11,12 +18,6 @@
 // over a store's new keys is Hooks, which the store consults only on the
 // insertion path of a key it does not hold. docs/design.md ("How a key
 // moves") has the protocol and why no admission is lost or counted twice.
-package migrate
-
-import (
-	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/kernel"
-)
 
 // Store is a keyed store whose keys can move to another store.
 type Store interface {

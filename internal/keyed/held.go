@@ -1,4 +1,13 @@
-// Package held is how a lock-free token bucket keeps the hold (kernel.Hold)
+package keyed
+
+import (
+	"time"
+
+	"github.com/admit-go/admit/internal/hook"
+	"github.com/admit-go/admit/internal/kernel"
+)
+
+// This file is how a lock-free token bucket keeps the hold (kernel.Hold)
 // of a reservation that may still be cancelled: the record that lets a
 // cancellation happen at most once, only on the key it was made on, and
 // never once the tokens were due at any reading the key has seen. Package
@@ -51,7 +60,7 @@
 // # The caller's part
 //
 // The package keeps no records and takes no lock of its own. The caller
-// keeps the records of its cells in maps of type evict.Map[ID, Rec], each
+// keeps the records of its cells in maps of type Map[ID, Rec], each
 // guarded by a mutex of its own, and holds the mutex that guards the map of
 // a cell's record around every call of this package on that cell: the mutex
 // is the one the protocol speaks of. ID is whatever names a cell's record
@@ -60,7 +69,7 @@
 // for cells that move (a table that resizes). Every function takes the map
 // by pointer and writes it only through Put and Delete, so that a map that
 // held many records gives their memory back once the cells are released
-// (evict.Map).
+// ([Map]).
 //
 // The functions are generic over the cell (a [Cell] of values V, with K
 // what its methods need to encode states; both are inferred from the cell's
@@ -69,15 +78,6 @@
 // ID, then the call's arguments. [Decide], [Reserve] and [Cancel] are the
 // calls on a key; [Spill] is the lock-free admission's way into the
 // protocol; [Settle] is the sweep's.
-package held
-
-import (
-	"time"
-
-	"github.com/admit-go/admit/internal/evict"
-	"github.com/admit-go/admit/internal/hook"
-	"github.com/admit-go/admit/internal/kernel"
-)
 
 // Rec is a held cell's record: its state and its hold. A record with no
 // hold (Hold.Ticket 0) is a spilled state.
@@ -127,7 +127,7 @@ const (
 // linearization point. If c is no longer held (it was released or buried
 // before the caller took the mutex), nothing is decided and the Outcome
 // says which.
-func Decide[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *evict.Map[ID, Rec], id ID, now time.Duration, n int) (kernel.Verdict, Outcome) {
+func Decide[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *Map[ID, Rec], id ID, now time.Duration, n int) (kernel.Verdict, Outcome) {
 	if _, held, tombstone := c.State(k, c.Load()); !held {
 		if tombstone {
 			return kernel.Verdict{}, Tomb
@@ -143,7 +143,7 @@ func Decide[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, 
 // keep shows rec's hold the reading now and stores rec back, or, if the
 // hold is no longer live, drops it (put). It requires that the mutex
 // guarding m is held and that c is held.
-func keep[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *evict.Map[ID, Rec], id ID, rec Rec, now time.Duration) {
+func keep[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *Map[ID, Rec], id ID, rec Rec, now time.Duration) {
 	if !tb.Observe(&rec.Hold, rec.State, now) {
 		rec.Hold = kernel.Hold{}
 	}
@@ -157,7 +157,7 @@ func keep[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c 
 // with the same arithmetic, for as long as it does not fit. It requires that
 // the mutex guarding m is held and that c is held (so c's record is in
 // m).
-func put[V, ID comparable, K any, C Cell[V, K]](k K, c C, m *evict.Map[ID, Rec], id ID, rec Rec) {
+func put[V, ID comparable, K any, C Cell[V, K]](k K, c C, m *Map[ID, Rec], id ID, rec Rec) {
 	if rec.Hold.Ticket == 0 && c.Release(k, rec.State) {
 		m.Delete(id)
 		return
@@ -172,7 +172,7 @@ func put[V, ID comparable, K any, C Cell[V, K]](k K, c C, m *evict.Map[ID, Rec],
 // holder can hold it, so no record of c exists, and the one written here
 // may be deleted again if a lock-free admission moves the value before the
 // CAS.
-func hold[V, ID comparable, K any, C Cell[V, K]](c C, m *evict.Map[ID, Rec], id ID, old V, rec Rec) bool {
+func hold[V, ID comparable, K any, C Cell[V, K]](c C, m *Map[ID, Rec], id ID, old V, rec Rec) bool {
 	m.Put(id, rec)
 	hook.Between(hook.BeforeCAS)
 	if !c.CASHeld(old) {
@@ -190,7 +190,7 @@ func hold[V, ID comparable, K any, C Cell[V, K]](c C, m *evict.Map[ID, Rec], id 
 // point is the CompareAndSwap to the held value (the tempting wrong version,
 // a plain Store of the held value, would erase an admission published since
 // old was loaded).
-func Spill[V, ID comparable, K any, C Cell[V, K]](c C, m *evict.Map[ID, Rec], id ID, old V, s kernel.TokenBucketState) bool {
+func Spill[V, ID comparable, K any, C Cell[V, K]](c C, m *Map[ID, Rec], id ID, old V, s kernel.TokenBucketState) bool {
 	// old was loaded before the mutex: another spill (or a reservation)
 	// may have held the cell since, and its record must not be touched.
 	// While the value is still old, a state, the cell is not held, and only
@@ -209,9 +209,9 @@ func Spill[V, ID comparable, K any, C Cell[V, K]](c C, m *evict.Map[ID, Rec], id
 
 // Reserve is kernel.TokenBucket.ReserveHold on the cell c, whether held or
 // not. It requires that the caller holds the mutex guarding m, taken
-// whatever c's value (see the package doc). live is false if c is a
+// whatever c's value (see the top of this file). live is false if c is a
 // tombstone: nothing was reserved.
-func Reserve[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *evict.Map[ID, Rec], id ID, now time.Duration, n int, maxWait time.Duration) (d time.Duration, ok bool, ticket uint64, live bool) {
+func Reserve[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *Map[ID, Rec], id ID, now time.Duration, n int, maxWait time.Duration) (d time.Duration, ok bool, ticket uint64, live bool) {
 	for {
 		old := c.Load()
 		s, held, tombstone := c.State(k, old)
@@ -249,7 +249,7 @@ func Reserve[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K,
 // a held cell whose hold has the ticket, and releases the cell when the hold
 // is used or no longer live. It requires that the caller holds the mutex
 // guarding m.
-func Cancel[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *evict.Map[ID, Rec], id ID, ticket uint64, now time.Duration) bool {
+func Cancel[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *Map[ID, Rec], id ID, ticket uint64, now time.Duration) bool {
 	if _, held, _ := c.State(k, c.Load()); !held {
 		return false
 	}
@@ -270,7 +270,7 @@ func Cancel[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, 
 // (every call on a held cell takes the mutex); it reports whether it did.
 // It requires that the caller holds the mutex guarding m; raise runs under
 // it.
-func Settle[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *evict.Map[ID, Rec], id ID, at time.Duration, raise func(at time.Duration)) bool {
+func Settle[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *Map[ID, Rec], id ID, at time.Duration, raise func(at time.Duration)) bool {
 	if _, held, _ := c.State(k, c.Load()); !held {
 		return false
 	}
@@ -291,7 +291,7 @@ func Settle[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, 
 // key's. It reports false, doing nothing, if c is not held. It requires that
 // the caller holds the mutex guarding m, whose critical section is its
 // linearization point.
-func Reset[V, ID comparable, K any, C Cell[V, K]](k K, c C, m *evict.Map[ID, Rec], id ID) bool {
+func Reset[V, ID comparable, K any, C Cell[V, K]](k K, c C, m *Map[ID, Rec], id ID) bool {
 	if _, held, _ := c.State(k, c.Load()); !held {
 		return false
 	}

@@ -1,4 +1,4 @@
-package held_test
+package keyed_test
 
 import (
 	"sync"
@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/evict"
-	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/keyed"
 )
 
-// cell is the simplest held.Cell: a packed bucket's word (kernel.TokenBucket
+// cell is the simplest keyed.Cell: a packed bucket's word (kernel.TokenBucket
 // Pack and Unpack), with Pack's two unused words as the sentinels, as
 // package atomic's tbCell has them.
 type cell struct{ w atomic.Uint64 }
@@ -50,12 +49,12 @@ func (c *cell) Release(k *kernel.TokenBucket, s kernel.TokenBucketState) bool {
 
 func (c *cell) Bury() { c.w.Store(tombWord) }
 
-// store is a caller of package held that keys its records by a string (as
+// store is a caller of the held protocol that keys its records by a string (as
 // a table whose slots move would) and holds its own mutex around every call.
 type store struct {
 	k  *kernel.TokenBucket
 	mu sync.Mutex
-	m  evict.Map[string, held.Rec] // guarded by mu
+	m  keyed.Map[string, keyed.Rec] // guarded by mu
 	c  cell
 }
 
@@ -63,35 +62,35 @@ const key = "k"
 
 func newStore(rule admit.Rule) *store { return &store{k: kernel.NewTokenBucket(rule)} }
 
-func (s *store) decide(now time.Duration, n int) (kernel.Verdict, held.Outcome) {
+func (s *store) decide(now time.Duration, n int) (kernel.Verdict, keyed.Outcome) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return held.Decide(s.k, s.k, &s.c, &s.m, key, now, n)
+	return keyed.Decide(s.k, s.k, &s.c, &s.m, key, now, n)
 }
 
 func (s *store) spill(old uint64, st kernel.TokenBucketState) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return held.Spill(&s.c, &s.m, key, old, st)
+	return keyed.Spill(&s.c, &s.m, key, old, st)
 }
 
 func (s *store) reserve(now time.Duration, n int, maxWait time.Duration) (time.Duration, bool, uint64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return held.Reserve(s.k, s.k, &s.c, &s.m, key, now, n, maxWait)
+	return keyed.Reserve(s.k, s.k, &s.c, &s.m, key, now, n, maxWait)
 }
 
 func (s *store) cancel(ticket uint64, now time.Duration) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return held.Cancel(s.k, s.k, &s.c, &s.m, key, ticket, now)
+	return keyed.Cancel(s.k, s.k, &s.c, &s.m, key, ticket, now)
 }
 
-// settle is held.Settle with a floor that records the readings raised to.
+// settle is keyed.Settle with a floor that records the readings raised to.
 func (s *store) settle(at time.Duration, raised *[]time.Duration) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return held.Settle(s.k, s.k, &s.c, &s.m, key, at, func(at time.Duration) { *raised = append(*raised, at) })
+	return keyed.Settle(s.k, s.k, &s.c, &s.m, key, at, func(at time.Duration) { *raised = append(*raised, at) })
 }
 
 // check fails the test unless the cell is held exactly when want is, and
@@ -128,7 +127,7 @@ func TestSpillThenRelease(t *testing.T) {
 		t.Fatal("step 2: Spill(old = 0) = false, want true")
 	}
 	s.check(t, "step 2", true)
-	if got := s.m.M[key]; got != (held.Rec{State: st}) {
+	if got := s.m.M[key]; got != (keyed.Rec{State: st}) {
 		t.Fatalf("step 2: record %+v, want the spilled state %+v and no hold", got, st)
 	}
 
@@ -136,7 +135,7 @@ func TestSpillThenRelease(t *testing.T) {
 	// stays past the horizon: the cell stays held.
 	want := st
 	wantV := s.k.Decide(&want, past, 1)
-	if v, o := s.decide(past, 1); o != held.Decided || v != wantV {
+	if v, o := s.decide(past, 1); o != keyed.Decided || v != wantV {
 		t.Fatalf("step 3: Decide(%v, 1) = %+v, %v; want %+v, Decided", past, v, o, wantV)
 	}
 	s.check(t, "step 3", true)
@@ -147,7 +146,7 @@ func TestSpillThenRelease(t *testing.T) {
 	// An admission at 0 leaves a TAT of one emission interval, which fits:
 	// the cell is released with the state's word.
 	wantV = s.k.Decide(&want, 0, 1)
-	if v, o := s.decide(0, 1); o != held.Decided || v != wantV {
+	if v, o := s.decide(0, 1); o != keyed.Decided || v != wantV {
 		t.Fatalf("step 4: Decide(0, 1) = %+v, %v; want %+v, Decided", v, o, wantV)
 	}
 	s.check(t, "step 4", false)
@@ -156,7 +155,7 @@ func TestSpillThenRelease(t *testing.T) {
 	}
 
 	// A call that found the held word before the release decides nothing.
-	if _, o := s.decide(0, 1); o != held.Released {
+	if _, o := s.decide(0, 1); o != keyed.Released {
 		t.Fatalf("step 5: Decide on a released cell: %v, want Released", o)
 	}
 }
@@ -183,7 +182,7 @@ func TestReserveDecideCancel(t *testing.T) {
 
 	// A denial on the held cell is decided on the record and shows the
 	// hold its reading.
-	if v, o := s.decide(t0+50*time.Millisecond, 1); o != held.Decided || v.Allowed {
+	if v, o := s.decide(t0+50*time.Millisecond, 1); o != keyed.Decided || v.Allowed {
 		t.Fatalf("step 3: Decide(t0+50ms, 1) = %+v, %v; want a denial, Decided", v, o)
 	}
 	s.check(t, "step 3", true)
@@ -208,7 +207,7 @@ func TestReserveDecideCancel(t *testing.T) {
 	}
 
 	s.c.Bury()
-	if _, o := s.decide(t0, 1); o != held.Tomb {
+	if _, o := s.decide(t0, 1); o != keyed.Tomb {
 		t.Fatalf("step 7: Decide on a tombstone: %v, want Tomb", o)
 	}
 	if _, _, _, live := s.reserve(t0, 1, time.Second); live {
