@@ -50,8 +50,9 @@ const (
 // Map is a map whose memory comes back when it shrinks. A Go map never
 // gives back the buckets of deleted entries, so a map that once held many
 // would keep their memory for its owner's life. Every store keeps the holds
-// of its reservations (held.go's records, in package atomic and the
-// table) in a Map per shard or stripe, and a deletion rebuilds it as a
+// of its reservations (the records of a Holds, in package atomic and the
+// table; the holds themselves in the map store) in a Map per shard or
+// limiter, and a deletion rebuilds it as a
 // shard's map of keys is rebuilt: once it holds a quarter of the entries it
 // held at its peak, if that peak was at least RebuildMin, what is left is
 // copied into a map of its own size (none if nothing is left). So a burst

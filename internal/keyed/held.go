@@ -22,14 +22,14 @@ import (
 // (Rec) under a mutex, with the hold:
 //
 //   - A call that loads the held value decides under the record's mutex,
-//     on the record's state, and shows the hold its reading ([Decide]).
-//   - A reservation takes the mutex first, whatever the value ([Reserve]).
+//     on the record's state, and shows the hold its reading ([Holds.Decide]).
+//   - A reservation takes the mutex first, whatever the value ([Holds.Reserve]).
 //     If it leaves a hold on a cell that was not held, it writes the record
 //     and then swaps the value it decided on for the held value by
 //     CompareAndSwap, still under the mutex: a lock-free admission published
 //     meanwhile makes the CAS fail, and the reservation starts over.
 //   - A cancellation takes the mutex and succeeds only on a held cell whose
-//     record's ticket is the reservation's ([Cancel]).
+//     record's ticket is the reservation's ([Holds.Cancel]).
 //   - When the hold is no longer live (the tokens were due at a reading
 //     shown to it, or a cancellation used it), whoever finds it so stores
 //     the record's state back into the cell and deletes the record, under
@@ -47,37 +47,32 @@ import (
 // Calls on cells that are not held pay one comparison.
 //
 // A held cell is not fresh, so no sweep evicts it; a sweep that meets one
-// shows its hold the sweep's reading first ([Settle]), so that a key held
+// shows its hold the sweep's reading first ([Holds.Settle]), so that a key held
 // by a reservation nobody came back for is released and evicted in time.
 //
 // The same mechanism keeps a packed bucket's state that does not fit its
 // word (a TAT past the horizon of the scaled units, kernel.TokenBucket.Pack):
-// the admission that makes it spills it ([Spill]), holding the cell with a
+// the admission that makes it spills it ([Holds.Spill]), holding the cell with a
 // record that has no hold, and the cell stays held, decided under the mutex
 // by the same kernel, until a state fits again. A spilled cell that is fresh
-// is evicted under the mutex ([Settle]).
+// is evicted under the mutex ([Holds.Settle]).
 //
 // # The caller's part
 //
-// The package keeps no records and takes no lock of its own. The caller
-// keeps the records of its cells in maps of type Map[ID, Rec], each
-// guarded by a mutex of its own, and holds the mutex that guards the map of
-// a cell's record around every call of this package on that cell: the mutex
-// is the one the protocol speaks of. ID is whatever names a cell's record
-// for as long as the cell lives: its address for cells that never move
-// (package atomic, with maps in stripes chosen by the address), or its key
-// for cells that move (a table that resizes). Every function takes the map
-// by pointer and writes it only through Put and Delete, so that a map that
-// held many records gives their memory back once the cells are released
-// ([Map]).
+// A [Holds] is the protocol on the cells of one token-bucket kernel: it owns
+// the kernel and the records of its held cells, in a [Map] by ID, and takes
+// no lock of its own. Its owner guards it with a mutex and holds that mutex
+// around every call of its methods: the mutex is the one the protocol speaks
+// of. ID is whatever names a cell's record for as long as the cell lives:
+// nothing for a limiter of one cell (package atomic), or its key for cells
+// that move (a table that resizes). The map is written only through Put and
+// Delete, so that a map that held many records gives their memory back once
+// the cells are released ([Map]).
 //
-// The functions are generic over the cell (a [Cell] of values V, with K
-// what its methods need to encode states; both are inferred from the cell's
-// type). Those that decide take the token-bucket kernel for the arithmetic
-// and the K to pass to the cell's methods, then the cell, the map and the
-// ID, then the call's arguments. [Decide], [Reserve] and [Cancel] are the
-// calls on a key; [Spill] is the lock-free admission's way into the
-// protocol; [Settle] is the sweep's.
+// [Holds.Decide], [Holds.Reserve] and [Holds.Cancel] are the calls on a
+// key; [Holds.Spill] is the lock-free admission's way into the protocol;
+// [Holds.Settle] is the sweep's; [Holds.Reset] and [Holds.Take] forget a
+// held cell's record, for Reset and for a Reload's Take.
 
 // Rec is a held cell's record: its state and its hold. A record with no
 // hold (Hold.Ticket 0) is a spilled state.
@@ -87,27 +82,27 @@ type Rec struct {
 }
 
 // Cell is a token-bucket cell whose value, of type V, is a state, the held
-// value or (keyed stores) the tombstone. K is what its methods need to
-// encode and decode states (a packed word's kernel and horizon).
-type Cell[V comparable, K any] interface {
+// value or (keyed stores) the tombstone. Its methods take the kernel whose
+// Pack and Unpack encode and decode a packed word's states.
+type Cell[V comparable] interface {
 	// Load returns the cell's value.
 	Load() V
 	// State decodes v: the state it is, or whether it is the held value or
 	// the tombstone.
-	State(k K, v V) (s kernel.TokenBucketState, held, tomb bool)
+	State(k *kernel.TokenBucket, v V) (s kernel.TokenBucketState, held, tomb bool)
 	// Fits reports whether the cell's value can hold s (a packed word has a
 	// horizon: kernel.TokenBucket.Pack).
-	Fits(k K, s kernel.TokenBucketState) bool
+	Fits(k *kernel.TokenBucket, s kernel.TokenBucketState) bool
 	// CAS publishes s, which fits, if the value is still old.
-	CAS(k K, old V, s kernel.TokenBucketState) bool
+	CAS(k *kernel.TokenBucket, old V, s kernel.TokenBucketState) bool
 	// CASHeld swaps old for the held value.
 	CASHeld(old V) bool
 	// Release stores s into a held cell and reports true, or reports false
 	// if s does not fit, and the cell stays held; only the holder of the
-	// mutex of its record's map may call it.
-	Release(k K, s kernel.TokenBucketState) bool
+	// mutex guarding its Holds may call it.
+	Release(k *kernel.TokenBucket, s kernel.TokenBucketState) bool
 	// Bury stores the tombstone into a held cell; only the holder of the
-	// mutex of its record's map may call it.
+	// mutex guarding its Holds may call it.
 	Bury()
 }
 
@@ -120,63 +115,84 @@ const (
 	Tomb                    // the cell is a tombstone: nothing was decided
 )
 
-// Decide decides a request for n at reading now on the held cell c, whose
-// record is m.M[id], on the record's state, and shows the hold the reading;
-// it releases the cell if the hold is no longer live. It requires that the
-// caller holds the mutex guarding m, whose critical section is the call's
-// linearization point. If c is no longer held (it was released or buried
-// before the caller took the mutex), nothing is decided and the Outcome
-// says which.
-func Decide[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *Map[ID, Rec], id ID, now time.Duration, n int) (kernel.Verdict, Outcome) {
-	if _, held, tombstone := c.State(k, c.Load()); !held {
+// Holds is the held protocol on cells C (of values V) of one token-bucket
+// kernel: the kernel, and the records of the held cells, by ID. Its owner
+// guards it with a mutex, held around every method call (the mutex the
+// protocol speaks of), and calls Init before any other method. The zero
+// Holds after Init holds no record.
+type Holds[V, ID comparable, C Cell[V]] struct {
+	recs Map[ID, Rec]
+	tb   *kernel.TokenBucket
+}
+
+// Init makes tb the kernel of h's cells.
+func (h *Holds[V, ID, C]) Init(tb *kernel.TokenBucket) { h.tb = tb }
+
+// Record returns the record of the held cell named id, and whether there
+// is one (exactly while the cell is held).
+func (h *Holds[V, ID, C]) Record(id ID) (Rec, bool) {
+	rec, ok := h.recs.M[id]
+	return rec, ok
+}
+
+// Put makes rec the record of a cell named id that the caller is about to
+// store held, as a new key (a store's insertion of a state that does not
+// fit its word, or that carries a hold).
+func (h *Holds[V, ID, C]) Put(id ID, rec Rec) { h.recs.Put(id, rec) }
+
+// Decide decides a request for n at reading now on the held cell c, named
+// id, on its record's state, and shows the hold the reading; it releases
+// the cell if the hold is no longer live. Its linearization point is the
+// critical section of the mutex guarding h. If c is no longer held (it was
+// released or buried before the caller took the mutex), nothing is decided
+// and the Outcome says which.
+func (h *Holds[V, ID, C]) Decide(c C, id ID, now time.Duration, n int) (kernel.Verdict, Outcome) {
+	if _, held, tombstone := c.State(h.tb, c.Load()); !held {
 		if tombstone {
 			return kernel.Verdict{}, Tomb
 		}
 		return kernel.Verdict{}, Released
 	}
-	rec := m.M[id]
-	v := tb.Decide(&rec.State, now, n)
-	keep(tb, k, c, m, id, rec, now)
+	rec := h.recs.M[id]
+	v := h.tb.Decide(&rec.State, now, n)
+	h.keep(c, id, rec, now)
 	return v, Decided
 }
 
 // keep shows rec's hold the reading now and stores rec back, or, if the
-// hold is no longer live, drops it (put). It requires that the mutex
-// guarding m is held and that c is held.
-func keep[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *Map[ID, Rec], id ID, rec Rec, now time.Duration) {
-	if !tb.Observe(&rec.Hold, rec.State, now) {
+// hold is no longer live, drops it (put). c must be held.
+func (h *Holds[V, ID, C]) keep(c C, id ID, rec Rec, now time.Duration) {
+	if !h.tb.Observe(&rec.Hold, rec.State, now) {
 		rec.Hold = kernel.Hold{}
 	}
-	put(k, c, m, id, rec)
+	h.put(c, id, rec)
 }
 
 // put stores rec as the record of the held cell c, or releases c with rec's
 // state when rec has no hold and the state fits the cell. A record without
 // a hold is a spilled state: one past the packed word's horizon (see
 // kernel.TokenBucket.Pack), which the cell keeps under the mutex, held,
-// with the same arithmetic, for as long as it does not fit. It requires that
-// the mutex guarding m is held and that c is held (so c's record is in
-// m).
-func put[V, ID comparable, K any, C Cell[V, K]](k K, c C, m *Map[ID, Rec], id ID, rec Rec) {
-	if rec.Hold.Ticket == 0 && c.Release(k, rec.State) {
-		m.Delete(id)
+// with the same arithmetic, for as long as it does not fit. c must be held
+// (so its record is in h).
+func (h *Holds[V, ID, C]) put(c C, id ID, rec Rec) {
+	if rec.Hold.Ticket == 0 && c.Release(h.tb, rec.State) {
+		h.recs.Delete(id)
 		return
 	}
-	m.Put(id, rec)
+	h.recs.Put(id, rec)
 }
 
 // hold writes rec as the record of the cell c, which is not held, and swaps
 // c's value old for the held value; it reports false, leaving no record, if
-// the value is no longer old. It requires that the mutex guarding m is
-// held: while c's value is a state, c is not held, and only that mutex's
-// holder can hold it, so no record of c exists, and the one written here
-// may be deleted again if a lock-free admission moves the value before the
-// CAS.
-func hold[V, ID comparable, K any, C Cell[V, K]](c C, m *Map[ID, Rec], id ID, old V, rec Rec) bool {
-	m.Put(id, rec)
+// the value is no longer old. While c's value is a state, c is not held,
+// and only the holder of the mutex guarding h can hold it, so no record of
+// c exists, and the one written here may be deleted again if a lock-free
+// admission moves the value before the CAS.
+func (h *Holds[V, ID, C]) hold(c C, id ID, old V, rec Rec) bool {
+	h.recs.Put(id, rec)
 	hook.Between(hook.BeforeCAS)
 	if !c.CASHeld(old) {
-		m.Delete(id)
+		h.recs.Delete(id)
 		return false
 	}
 	return true
@@ -185,12 +201,11 @@ func hold[V, ID comparable, K any, C Cell[V, K]](c C, m *Map[ID, Rec], id ID, ol
 // Spill publishes s, a state decided on the value old of the cell c that
 // does not fit c (past the packed word's horizon), by holding c with a
 // record of s and no hold, as a reservation that must wait holds it. It
-// requires that the caller holds the mutex guarding m. It reports false if
-// the value moved meanwhile: the caller decides again. Its linearization
-// point is the CompareAndSwap to the held value (the tempting wrong version,
-// a plain Store of the held value, would erase an admission published since
-// old was loaded).
-func Spill[V, ID comparable, K any, C Cell[V, K]](c C, m *Map[ID, Rec], id ID, old V, s kernel.TokenBucketState) bool {
+// reports false if the value moved meanwhile: the caller decides again. Its
+// linearization point is the CompareAndSwap to the held value (the
+// tempting wrong version, a plain Store of the held value, would erase an
+// admission published since old was loaded).
+func (h *Holds[V, ID, C]) Spill(c C, id ID, old V, s kernel.TokenBucketState) bool {
 	// old was loaded before the mutex: another spill (or a reservation)
 	// may have held the cell since, and its record must not be touched.
 	// While the value is still old, a state, the cell is not held, and only
@@ -204,40 +219,39 @@ func Spill[V, ID comparable, K any, C Cell[V, K]](c C, m *Map[ID, Rec], id ID, o
 	if c.Load() != old {
 		return false
 	}
-	return hold(c, m, id, old, Rec{State: s})
+	return h.hold(c, id, old, Rec{State: s})
 }
 
 // Reserve is kernel.TokenBucket.ReserveHold on the cell c, whether held or
-// not. It requires that the caller holds the mutex guarding m, taken
-// whatever c's value (see the top of this file). live is false if c is a
-// tombstone: nothing was reserved.
-func Reserve[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *Map[ID, Rec], id ID, now time.Duration, n int, maxWait time.Duration) (d time.Duration, ok bool, ticket uint64, live bool) {
+// not: the mutex guarding h is taken whatever c's value (see the top of
+// this file). live is false if c is a tombstone: nothing was reserved.
+func (h *Holds[V, ID, C]) Reserve(c C, id ID, now time.Duration, n int, maxWait time.Duration) (d time.Duration, ok bool, ticket uint64, live bool) {
 	for {
 		old := c.Load()
-		s, held, tombstone := c.State(k, old)
+		s, held, tombstone := c.State(h.tb, old)
 		if tombstone {
 			return 0, false, 0, false
 		}
 		var rec Rec
 		if held {
-			rec = m.M[id]
+			rec = h.recs.M[id]
 		} else {
 			rec.State = s
 		}
 		before := rec.State
-		d, ok, ticket = tb.ReserveHold(&rec.State, &rec.Hold, now, n, maxWait)
+		d, ok, ticket = h.tb.ReserveHold(&rec.State, &rec.Hold, now, n, maxWait)
 		switch {
 		case held:
-			put(k, c, m, id, rec)
-		case rec.Hold.Ticket != 0 || !c.Fits(k, rec.State):
+			h.put(c, id, rec)
+		case rec.Hold.Ticket != 0 || !c.Fits(h.tb, rec.State):
 			// A new hold, or a state past the word's horizon (spill), on a
 			// cell that was not held.
-			if !hold(c, m, id, old, rec) {
+			if !h.hold(c, id, old, rec) {
 				continue // a lock-free admission came first: start over
 			}
 		case rec.State != before:
 			hook.Between(hook.BeforeCAS)
-			if !c.CAS(k, old, rec.State) {
+			if !c.CAS(h.tb, old, rec.State) {
 				continue
 			}
 		}
@@ -247,18 +261,17 @@ func Reserve[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K,
 
 // Cancel is kernel.TokenBucket.CancelHold on the cell c: it succeeds only on
 // a held cell whose hold has the ticket, and releases the cell when the hold
-// is used or no longer live. It requires that the caller holds the mutex
-// guarding m.
-func Cancel[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *Map[ID, Rec], id ID, ticket uint64, now time.Duration) bool {
-	if _, held, _ := c.State(k, c.Load()); !held {
+// is used or no longer live.
+func (h *Holds[V, ID, C]) Cancel(c C, id ID, ticket uint64, now time.Duration) bool {
+	if _, held, _ := c.State(h.tb, c.Load()); !held {
 		return false
 	}
-	rec := m.M[id]
-	ok, drop := tb.CancelHold(&rec.State, &rec.Hold, ticket, now)
+	rec := h.recs.M[id]
+	ok, drop := h.tb.CancelHold(&rec.State, &rec.Hold, ticket, now)
 	if drop {
 		rec.Hold = kernel.Hold{}
 	}
-	put(k, c, m, id, rec)
+	h.put(c, id, rec)
 	return ok
 }
 
@@ -268,34 +281,47 @@ func Cancel[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, 
 // fresh at at, it evicts c as a sweep evicts a value: it calls raise(at) to
 // raise the store's floor, then buries c, where no other call can change c
 // (every call on a held cell takes the mutex); it reports whether it did.
-// It requires that the caller holds the mutex guarding m; raise runs under
-// it.
-func Settle[V, ID comparable, K any, C Cell[V, K]](tb *kernel.TokenBucket, k K, c C, m *Map[ID, Rec], id ID, at time.Duration, raise func(at time.Duration)) bool {
-	if _, held, _ := c.State(k, c.Load()); !held {
+// raise runs under the mutex guarding h.
+func (h *Holds[V, ID, C]) Settle(c C, id ID, at time.Duration, raise func(at time.Duration)) bool {
+	if _, held, _ := c.State(h.tb, c.Load()); !held {
 		return false
 	}
-	keep(tb, k, c, m, id, m.M[id], at)
-	rec, held := m.M[id]
-	if !held || rec.Hold.Ticket != 0 || !tb.Fresh(&rec.State, at) {
+	h.keep(c, id, h.recs.M[id], at)
+	rec, held := h.recs.M[id]
+	if !held || rec.Hold.Ticket != 0 || !h.tb.Fresh(&rec.State, at) {
 		return false
 	}
 	raise(at)
 	c.Bury()
-	m.Delete(id)
+	h.recs.Delete(id)
 	return true
 }
 
-// Reset forgets the state of the held cell c, whose record is m.M[id]: it
-// deletes the record (and with it any hold, so that no reservation made
-// before can be cancelled after) and releases c with the zero state, a fresh
-// key's. It reports false, doing nothing, if c is not held. It requires that
-// the caller holds the mutex guarding m, whose critical section is its
-// linearization point.
-func Reset[V, ID comparable, K any, C Cell[V, K]](k K, c C, m *Map[ID, Rec], id ID) bool {
-	if _, held, _ := c.State(k, c.Load()); !held {
+// Reset forgets the state of the held cell c: it deletes its record (and
+// with it any hold, so that no reservation made before can be cancelled
+// after) and releases c with the zero state, a fresh key's. It reports
+// false, doing nothing, if c is not held. Its linearization point is the
+// critical section of the mutex guarding h.
+func (h *Holds[V, ID, C]) Reset(c C, id ID) bool {
+	if _, held, _ := c.State(h.tb, c.Load()); !held {
 		return false
 	}
-	m.Delete(id)
-	c.Release(k, kernel.TokenBucketState{}) // the zero state fits every cell
+	h.recs.Delete(id)
+	c.Release(h.tb, kernel.TokenBucketState{}) // the zero state fits every cell
 	return true
+}
+
+// Take removes the held cell c from the protocol for a Reload's move: it
+// deletes its record (with any hold: a reservation made before can no
+// longer be cancelled; its tokens stay taken in the state returned),
+// buries c, and returns the record's state. It reports false, doing
+// nothing, if c is not held.
+func (h *Holds[V, ID, C]) Take(c C, id ID) (kernel.TokenBucketState, bool) {
+	if _, held, _ := c.State(h.tb, c.Load()); !held {
+		return kernel.TokenBucketState{}, false
+	}
+	rec := h.recs.M[id]
+	h.recs.Delete(id)
+	c.Bury()
+	return rec.State, true
 }

@@ -54,50 +54,60 @@ func (c *cell) Bury() { c.w.Store(tombWord) }
 type store struct {
 	k  *kernel.TokenBucket
 	mu sync.Mutex
-	m  keyed.Map[string, keyed.Rec] // guarded by mu
+	h  keyed.Holds[uint64, string, *cell] // guarded by mu
 	c  cell
 }
 
 const key = "k"
 
-func newStore(rule admit.Rule) *store { return &store{k: kernel.NewTokenBucket(rule)} }
+func newStore(rule admit.Rule) *store {
+	s := &store{k: kernel.NewTokenBucket(rule)}
+	s.h.Init(s.k)
+	return s
+}
 
 func (s *store) decide(now time.Duration, n int) (kernel.Verdict, keyed.Outcome) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return keyed.Decide(s.k, s.k, &s.c, &s.m, key, now, n)
+	return s.h.Decide(&s.c, key, now, n)
 }
 
 func (s *store) spill(old uint64, st kernel.TokenBucketState) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return keyed.Spill(&s.c, &s.m, key, old, st)
+	return s.h.Spill(&s.c, key, old, st)
 }
 
 func (s *store) reserve(now time.Duration, n int, maxWait time.Duration) (time.Duration, bool, uint64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return keyed.Reserve(s.k, s.k, &s.c, &s.m, key, now, n, maxWait)
+	return s.h.Reserve(&s.c, key, now, n, maxWait)
 }
 
 func (s *store) cancel(ticket uint64, now time.Duration) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return keyed.Cancel(s.k, s.k, &s.c, &s.m, key, ticket, now)
+	return s.h.Cancel(&s.c, key, ticket, now)
 }
 
-// settle is keyed.Settle with a floor that records the readings raised to.
+// settle is Holds.Settle with a floor that records the readings raised to.
 func (s *store) settle(at time.Duration, raised *[]time.Duration) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return keyed.Settle(s.k, s.k, &s.c, &s.m, key, at, func(at time.Duration) { *raised = append(*raised, at) })
+	return s.h.Settle(&s.c, key, at, func(at time.Duration) { *raised = append(*raised, at) })
+}
+
+// rec returns the cell's record (the zero Rec if it has none).
+func (s *store) rec() keyed.Rec {
+	r, _ := s.h.Record(key)
+	return r
 }
 
 // check fails the test unless the cell is held exactly when want is, and
 // holds a record exactly then: a cell is held exactly while its record exists.
 func (s *store) check(t *testing.T, step string, want bool) {
 	t.Helper()
-	_, hasRec := s.m.M[key]
+	_, hasRec := s.h.Record(key)
 	if got := s.c.Load() == heldWord; got != want || hasRec != want {
 		t.Fatalf("%s: held = %v, record = %v; want both %v", step, got, hasRec, want)
 	}
@@ -127,7 +137,7 @@ func TestSpillThenRelease(t *testing.T) {
 		t.Fatal("step 2: Spill(old = 0) = false, want true")
 	}
 	s.check(t, "step 2", true)
-	if got := s.m.M[key]; got != (keyed.Rec{State: st}) {
+	if got, _ := s.h.Record(key); got != (keyed.Rec{State: st}) {
 		t.Fatalf("step 2: record %+v, want the spilled state %+v and no hold", got, st)
 	}
 
@@ -139,7 +149,7 @@ func TestSpillThenRelease(t *testing.T) {
 		t.Fatalf("step 3: Decide(%v, 1) = %+v, %v; want %+v, Decided", past, v, o, wantV)
 	}
 	s.check(t, "step 3", true)
-	if got := s.m.M[key].State; got != want {
+	if got := s.rec().State; got != want {
 		t.Fatalf("step 3: record's state %+v, want %+v", got, want)
 	}
 
@@ -176,7 +186,7 @@ func TestReserveDecideCancel(t *testing.T) {
 		t.Fatalf("step 2: Reserve(t0, 1, 1s) = %v, %v, %d, %v; want 100ms, true, a ticket, true", d, ok, ticket, live)
 	}
 	s.check(t, "step 2", true)
-	if h := s.m.M[key].Hold; h.Ticket != ticket || h.Before != emptied {
+	if h := s.rec().Hold; h.Ticket != ticket || h.Before != emptied {
 		t.Fatalf("step 2: hold %+v, want ticket %d and Before %+v", h, ticket, emptied)
 	}
 
@@ -186,7 +196,7 @@ func TestReserveDecideCancel(t *testing.T) {
 		t.Fatalf("step 3: Decide(t0+50ms, 1) = %+v, %v; want a denial, Decided", v, o)
 	}
 	s.check(t, "step 3", true)
-	if seen := s.m.M[key].Hold.Seen; seen != t0+50*time.Millisecond {
+	if seen := s.rec().Hold.Seen; seen != t0+50*time.Millisecond {
 		t.Fatalf("step 3: hold's Seen %v, want t0+50ms", seen)
 	}
 
@@ -258,8 +268,8 @@ func TestSettle(t *testing.T) {
 		if len(raised) != 1 || raised[0] != at {
 			t.Fatalf("Settle(%v) raised the floor to %v, want [%v]", at, raised, at)
 		}
-		if w := s.c.Load(); w != tombWord || len(s.m.M) != 0 {
-			t.Fatalf("after Settle: word %#x and %d records, want the tombstone and none", w, len(s.m.M))
+		if _, has := s.h.Record(key); s.c.Load() != tombWord || has {
+			t.Fatalf("after Settle: word %#x, a record %v; want the tombstone and none", s.c.Load(), has)
 		}
 	})
 }

@@ -46,7 +46,7 @@ func (t *Store) sweep(sh *shard, now, at time.Duration, limit int, soonest *time
 		}
 		examined++
 		if w == t.held {
-			if keyed.Settle(t.tb, t.tb, cell{p}, &sh.holds, t.slotKey(tb, i, tag), at, func(at time.Duration) { sh.floor = max(sh.floor, at) }) {
+			if sh.holds.Settle(cell{p}, t.slotKey(tb, i, tag), at, func(at time.Duration) { sh.floor = max(sh.floor, at) }) {
 				tb.live--
 				evicted++
 				continue
@@ -78,8 +78,8 @@ func (t *Store) untilFresh(sh *shard, tb *tab, i, tag, w uint64, now time.Durati
 		return 0
 	}
 	if w == t.held {
-		s := sh.holds.M[t.slotKey(tb, i, tag)].State
-		return t.tb.Decide(&s, now, 0).ResetAfter
+		rec, _ := sh.holds.Record(t.slotKey(tb, i, tag))
+		return t.tb.Decide(&rec.State, now, 0).ResetAfter
 	}
 	v, _, _, _ := t.step(w, now, 0)
 	return v.ResetAfter
@@ -188,7 +188,7 @@ func (t *Store) Reset(key string) {
 		case t.tomb, 0:
 			return
 		case t.held:
-			keyed.Reset(t.tb, cell{p}, &sh.holds, rk)
+			sh.holds.Reset(cell{p}, rk)
 			return
 		}
 		hook.Between(hook.BeforeCAS)

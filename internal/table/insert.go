@@ -48,7 +48,7 @@ func (t *Store) slow(sh *shard, rk recKey, key string, now time.Duration, n int)
 				break // evicted: a missing key
 			}
 			if old == t.held {
-				v, _ := keyed.Decide(t.tb, t.tb, cell{p}, &sh.holds, rk, now, n)
+				v, _ := sh.holds.Decide(cell{p}, rk, now, n)
 				return v
 			}
 			v, nw, change, fits := t.step(old, now, n)
@@ -57,8 +57,8 @@ func (t *Store) slow(sh *shard, rk recKey, key string, now time.Duration, n int)
 			}
 			if !fits {
 				// Past the word's horizon: hold the slot with the state
-				// in its record (keyed.Spill), if the word is still old.
-				if keyed.Spill(cell{p}, &sh.holds, rk, old, t.tbNext(old, now, n)) {
+				// in its record (Holds.Spill), if the word is still old.
+				if sh.holds.Spill(cell{p}, rk, old, t.tbNext(old, now, n)) {
 					return v
 				}
 				continue

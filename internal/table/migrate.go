@@ -116,16 +116,14 @@ func (t *Store) Take(key string, into []kernel.PartState) bool {
 	}
 	p := &tb.slot(i)[1]
 	var w uint64
-	var rec keyed.Rec
+	var heldState kernel.TokenBucketState
 	for {
 		w = p.Load()
 		if w == t.tomb {
 			return false
 		}
 		if w == t.held {
-			rec = sh.holds.M[rk]
-			sh.holds.Delete(rk)
-			p.Store(t.tomb)
+			heldState, _ = sh.holds.Take(cell{p}, rk) // the record's state; the slot buried
 			break
 		}
 		hook.Between(hook.BeforeCAS)
@@ -138,7 +136,7 @@ func (t *Store) Take(key string, into []kernel.PartState) bool {
 	into[0] = kernel.PartState{}
 	switch {
 	case w == t.held:
-		into[0].SetTB(rec.State)
+		into[0].SetTB(heldState)
 	case t.alg == algTB:
 		into[0].SetTB(t.tb.Unpack(w))
 	case t.alg == algFW:

@@ -49,7 +49,7 @@ func (r reserver) reserve(sh *shard, rk recKey, key string, adopted keyed.Epoch,
 	tb, i, found := t.lookup(sh, rk, key)
 	if found {
 		if p := &tb.slot(i)[1]; p.Load() != t.tomb {
-			d, ok, ticket, _ := keyed.Reserve(t.tb, t.tb, cell{p}, &sh.holds, rk, now, n, maxWait)
+			d, ok, ticket, _ := sh.holds.Reserve(cell{p}, rk, now, n, maxWait)
 			return reservation.New(d, n, ticket), ok, true
 		}
 	}
@@ -90,7 +90,7 @@ func (r reserver) CancelReservation(key string, res admit.Reservation) bool {
 	if !ok {
 		return false
 	}
-	return keyed.Cancel(t.tb, t.tb, cell{&tb.slot(i)[1]}, &sh.holds, rk, reservation.Ticket(res), max(now, sh.floor))
+	return sh.holds.Cancel(cell{&tb.slot(i)[1]}, rk, reservation.Ticket(res), max(now, sh.floor))
 }
 
 // cell is a slot's state word as package keyed's held protocol sees a token-bucket cell.

@@ -54,7 +54,7 @@ type shardFields struct {
 	tab    atomic.Pointer[tab]
 	floor  time.Duration
 	cursor uint64
-	holds  keyed.Map[recKey, keyed.Rec]
+	holds  keyed.Holds[uint64, recKey, cell]
 }
 
 // shard is one part of the store: a table, and the mutex that guards its
@@ -73,9 +73,9 @@ type shard struct {
 
 	cursor uint64 // guarded by mu: the next slot an insertion's sweep examines
 
-	// holds is guarded by mu: the records of the shard's held slots (token
-	// bucket only), by key: keyed.Rec.
-	holds keyed.Map[recKey, keyed.Rec]
+	// holds is guarded by mu: the held protocol on the shard's slots (token
+	// bucket only), with their records by key.
+	holds keyed.Holds[uint64, recKey, cell]
 
 	_ [keyed.CacheLinePad - unsafe.Sizeof(shardFields{})]byte
 }
@@ -152,6 +152,9 @@ func New(rule admit.Rule, set plumb.Settings) admit.Store {
 	switch rule.Algorithm {
 	case admit.TokenBucket:
 		t.alg, t.tb, t.tomb, t.held = algTB, kernel.NewTokenBucket(rule), kernel.TokenBucketTomb, kernel.TokenBucketHeld
+		for i := range t.shards {
+			t.shards[i].holds.Init(t.tb)
+		}
 		return reserver{t}
 	case admit.FixedWindow:
 		t.alg, t.fw = algFW, kernel.NewFixedWindow(rule)
