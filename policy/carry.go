@@ -19,9 +19,13 @@ import (
 // Every limiter that is a keyed.Store has, for its life, a Keep hook (may
 // the pair be stored here afresh: does it resolve to this limiter in the
 // current snapshot, and is no move still to bring its state here? see keep)
-// and a Redirect hook (movedAway: decide the call again, through the
-// current snapshot), which it consults only when it would insert a key it
-// does not hold. A Reload carrying state:
+// and a Redirect hook (decide the call again, through the current
+// snapshot), which it consults only when it would insert a key it does not
+// hold. The Service itself decides through the limiter's Decide, which
+// reports a call Keep refused as moved, deciding nothing, and decides it
+// again under its current snapshot; Redirect is for a caller of the
+// limiter's own AllowN (one that kept it from its factory). A Reload
+// carrying state:
 //
 //  1. compiles the new snapshot, reusing the limiters of unchanged limits,
 //     and refuses (canCarry) if a pair whose limits change is kept, on
@@ -42,22 +46,12 @@ import (
 // was published either decided before the Take (its admission is in the
 // state carried) or finds its key missing, is refused by Keep (the pair
 // resolves elsewhere now) and is decided again under the new limits
-// (movedAway): no admission is lost or counted twice. A call that a Reload
+// (moved): no admission is lost or counted twice. A call that a Reload
 // sent to a limiter and that finds its pair missing there only after a
 // later Reload has published a snapshot that sends the pair back is refused
 // too, unless its own Adopt settled the pair under that later Reload (Keep
 // is given Adopt's Epoch): it is decided again, and adopts the pair first,
 // so that the later Reload's move never finds the pair stored afresh.
-
-// movedAway is the decision of the Redirect hook: a denial with a negative
-// Limit, which no limiter's decision has. The limiter returns it for the
-// call it refused, deciding nothing, and CheckN and CheckNWhich, seeing it,
-// decide the call again under the current book, so that the decision and
-// the limits CheckNWhich reports are those of one book. (A limiter a
-// Service built is called by the Service only; a caller that kept one from
-// its factory and calls it directly would get this denial for the users
-// that moved.)
-var movedAway = admit.Decision{Limit: -1}
 
 // ReloadOption configures one [Service.Reload]. Build it with [WithCarry];
 // an invalid one makes Reload return an error wrapping
@@ -135,7 +129,13 @@ func (s *Service) newAPILimiter(g *group, api string, lim admit.KeyedLimiter, wh
 	}
 	a.mig = m
 	keep := func(user string, adopted keyed.Epoch) bool { return s.keep(a, user, adopted) }
-	redirect := func(string, int) (admit.Decision, int) { return movedAway, 0 }
+	// A call to the limiter's own methods that Keep refused (the Service
+	// calls Decide, which reports it moved instead) is decided as a Check
+	// of the pair now would decide it.
+	redirect := func(user string, n int) (admit.Decision, int) {
+		d, _, i := s.CheckNWhich(user, a.api, n)
+		return d, i
+	}
 	a.hooks[0] = &keyed.Hooks{Keep: keep, Redirect: redirect}
 	a.hooks[1] = &keyed.Hooks{Adopt: func(user string) keyed.Epoch { return s.adopt(a, user) }, Keep: keep, Redirect: redirect}
 	a.setHooks(s.moving.Load() != nil)

@@ -79,6 +79,14 @@ func (l *gated) AllowNWhich(key string, n int) (admit.Decision, int) {
 	return l.KeyedLimiter.(admit.CompositeStore).AllowNWhich(key, n)
 }
 
+// Decide is the path of the Service's calls (keyed.Store).
+func (l *gated) Decide(key string, n int) (admit.Decision, int, bool) {
+	if l.mine(key) {
+		l.g.enter.at()
+	}
+	return l.Store.Decide(key, n)
+}
+
 func (l *gated) Put(key string, from []kernel.PartState) bool {
 	if l.mine(key) {
 		l.g.put.at()

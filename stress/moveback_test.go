@@ -210,6 +210,14 @@ func (s *moveBackStore) AllowNWhich(key string, n int) (admit.Decision, int) {
 	return s.KeyedLimiter.(admit.CompositeStore).AllowNWhich(key, n)
 }
 
+// Decide is the path of the Service's calls (keyed.Store).
+func (s *moveBackStore) Decide(key string, n int) (admit.Decision, int, bool) {
+	if s.mb.now() {
+		s.mb.untilReloaded()
+	}
+	return s.Store.Decide(key, n)
+}
+
 func (s *moveBackStore) Put(key string, from []kernel.PartState) bool {
 	ok := s.Store.Put(key, from)
 	if !ok {

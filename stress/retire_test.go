@@ -313,7 +313,7 @@ const rtTakePairs = 32
 // key, in the order the old limiter's Keys lists them) while one goroutine
 // admits the pairs on the limiter that holds them, called directly, in
 // that same order: it admits a pair in a tight loop until the limiter
-// answers that the pair moved away (the Service's redirect, Limit -1),
+// answers that the pair moved away (its Decide reports it moved),
 // then goes on to the next, so that the Take of each pair finds it being
 // admitted. Once all have moved it finds the limiter that holds them now
 // and starts over. Each pair's admissions plus a drain through the
@@ -348,7 +348,7 @@ func rtTakeRun(t *testing.T, fc serviceFactory, alg string) {
 			ls := slices.Clone(built)
 			mu.Unlock()
 			for _, l := range slices.Backward(ls) {
-				if d := l.AllowN(users[0], 0); d.Limit >= 0 && d.Remaining < want*n {
+				if d, _, moved := l.(keyed.Store).Decide(users[0], 0); !moved && d.Remaining < want*n {
 					var keys []string
 					l.(keyed.Store).Keys(func(k string) bool { keys = append(keys, k); return true })
 					if len(keys) == 0 {
@@ -386,8 +386,8 @@ func rtTakeRun(t *testing.T, fc serviceFactory, alg string) {
 							continue
 						}
 					}
-					d := lim.AllowN(order[0], n)
-					if d.Limit < 0 { // taken: chase the next
+					d, _, moved := lim.(keyed.Store).Decide(order[0], n)
+					if moved { // taken: chase the next
 						order = order[1:]
 						continue
 					}

@@ -25,6 +25,15 @@ type Store interface {
 	// for a single rule's store.
 	Limits() admit.Limits
 
+	// Decide is AllowNWhich for the owner of the hooks: it decides n
+	// requests for key and returns the decision and the index of the rule
+	// that bound, or moved true, with nothing decided, when the key is
+	// missing and the hooks' Keep refused it (the call belongs to another
+	// store now, and the owner decides it there). The store's own methods
+	// (AllowN, AllowNWhich, ReserveN) decide such a call with the hooks'
+	// Redirect instead, so that none returns anything but a decision.
+	Decide(key string, n int) (d admit.Decision, which int, moved bool)
+
 	// Take removes key from the store and writes its state, as parts of
 	// Limits (len(into) == Limits().Len()), to into; it reports whether the
 	// store held the key. It works under the key's shard mutex: a decision
@@ -81,17 +90,19 @@ type Hooks struct {
 	// means the key does not belong in this store now: its pair resolves
 	// to other limits, or a move in progress is still to bring its state
 	// here and adopted is not that move's Epoch. The store must not insert
-	// key then, and decides the call with Redirect after releasing the
-	// mutex. Nil: keep every key.
+	// key then: Decide reports the call moved, and the store's other
+	// methods decide it with Redirect, after releasing the mutex. Nil:
+	// keep every key.
 	Keep func(key string, adopted Epoch) bool
 
-	// Redirect decides a call the store refused to keep: n requests for
+	// Redirect decides a call to one of the store's own methods (AllowN,
+	// AllowNWhich, ReserveN) that the store refused to keep: n requests for
 	// key, returning the decision and the index of the rule that bound,
 	// which the store returns as the call's, unchanged (a policy.Service's
-	// Redirect returns a marker on which the Service decides the call again
-	// under its current book, where Adopt runs again). A reservation the
-	// store refused to keep is Redirect's decision too: an admission due at
-	// once that cannot be cancelled, or a refusal whose Delay is the
-	// denial's RetryAfter.
+	// Redirect decides the call under its current book, as a Check would).
+	// A reservation the store refused to keep is Redirect's decision too:
+	// an admission due at once that cannot be cancelled, or a refusal whose
+	// Delay is the denial's RetryAfter. A store whose hooks have Keep but
+	// no Redirect keeps every key, as it has nowhere to send a call.
 	Redirect func(key string, n int) (admit.Decision, int)
 }

@@ -135,6 +135,11 @@ func (l *compFullKeys[S]) AllowNWhich(key string, n int) (admit.Decision, int) {
 	return l.allow(key, key, maphash.String(l.seed, key), n)
 }
 
+// Decide implements [keyed.Store].
+func (l *compFullKeys[S]) Decide(key string, n int) (admit.Decision, int, bool) {
+	return l.decideKey(key, key, maphash.String(l.seed, key), n)
+}
+
 // Reset forgets key's state (see store.reset).
 func (l *compFullKeys[S]) Reset(key string) { l.reset(key, maphash.String(l.seed, key)) }
 
@@ -153,6 +158,12 @@ func (l *compHashedKeys[S]) AllowN(key string, n int) admit.Decision {
 func (l *compHashedKeys[S]) AllowNWhich(key string, n int) (admit.Decision, int) {
 	h := maphash.String(l.seed, key)
 	return l.allow(key, h, h, n)
+}
+
+// Decide implements [keyed.Store].
+func (l *compHashedKeys[S]) Decide(key string, n int) (admit.Decision, int, bool) {
+	h := maphash.String(l.seed, key)
+	return l.decideKey(key, h, h, n)
 }
 
 // Reset forgets key's state (see store.reset).

@@ -192,6 +192,11 @@ func (l *fullKeys[S]) AllowN(key string, n int) admit.Decision {
 	return d
 }
 
+// Decide implements [keyed.Store].
+func (l *fullKeys[S]) Decide(key string, n int) (admit.Decision, int, bool) {
+	return l.decideKey(key, key, maphash.String(l.seed, key), n)
+}
+
 // Reset forgets key's state (see store.reset).
 func (l *fullKeys[S]) Reset(key string) { l.reset(key, maphash.String(l.seed, key)) }
 
@@ -211,6 +216,12 @@ func (l *hashedKeys[S]) AllowN(key string, n int) admit.Decision {
 	return d
 }
 
+// Decide implements [keyed.Store].
+func (l *hashedKeys[S]) Decide(key string, n int) (admit.Decision, int, bool) {
+	h := maphash.String(l.seed, key)
+	return l.decideKey(key, h, h, n)
+}
+
 // Reset forgets key's state (see store.reset).
 func (l *hashedKeys[S]) Reset(key string) {
 	h := maphash.String(l.seed, key)
@@ -219,11 +230,22 @@ func (l *hashedKeys[S]) Reset(key string) {
 
 // allow decides a request for n on key, whose map key is mk and whose hash
 // is h, and returns the decision and the index of the rule that bound it
-// (decideWhich). The whole of it, from lookup to eviction, runs under the
-// shard's lock, so no other call can see or evict the state in between; a
-// key the shard does not hold takes the path of missing, which may release
-// the lock to consult the hooks (migrate.go).
+// (decideWhich): decideKey's, or Redirect's for a call the hooks' Keep
+// refused (migrate.go).
 func (l *store[KT, S]) allow(key string, mk KT, h uint64, n int) (admit.Decision, int) {
+	d, which, moved := l.decideKey(key, mk, h, n)
+	if moved {
+		return l.redirect(key, mk, h, n)
+	}
+	return d, which
+}
+
+// decideKey is allow on this store alone: moved is true, with nothing
+// decided, for a call the hooks' Keep refused. The whole of it, from lookup
+// to eviction, runs under the shard's lock, so no other call can see or
+// evict the state in between; a key the shard does not hold takes the path
+// of missing, which may release the lock to consult the hooks (migrate.go).
+func (l *store[KT, S]) decideKey(key string, mk KT, h uint64, n int) (d admit.Decision, which int, moved bool) {
 	now := l.clock.Now() // read outside the lock; see shard.floor for stale readings
 	l.paused()
 	sh := &l.shards[h>>l.shift]
@@ -232,7 +254,7 @@ func (l *store[KT, S]) allow(key string, mk KT, h uint64, n int) (admit.Decision
 	if s == nil {
 		return l.missing(sh, key, mk, now, n) // releases sh.mu
 	}
-	d, which := l.decideWhich(s, now, n) // in place: the map is not written
+	d, which = l.decideWhich(s, now, n) // in place: the map is not written
 	if len(sh.holds.M) != 0 {
 		l.showHold(sh, s, now)
 	}
@@ -240,7 +262,7 @@ func (l *store[KT, S]) allow(key string, mk KT, h uint64, n int) (admit.Decision
 		l.showCompositeHold(sh, s, now)
 	}
 	sh.mu.Unlock()
-	return d, which
+	return d, which, false
 }
 
 // paused calls the stress harness's hook (a no-op in a normal build), then

@@ -199,13 +199,15 @@ func (l *store[KT, S]) imported(from []kernel.PartState) *S {
 // missing decides a request for n on key, whose map key mk sh does not
 // hold: through the hooks if the store has any, else as a new key
 // (insert). It requires that sh.mu is held, and releases it. It holds
-// the whole path of a missing key, so that allow's path for a stored key
-// reads no hook.
-func (l *store[KT, S]) missing(sh *shard[KT, S], key string, mk KT, now time.Duration, n int) (admit.Decision, int) {
+// the whole path of a missing key, so that decideKey's path for a stored
+// key reads no hook. moved is true, with nothing decided, for a call the
+// hooks' Keep refused: the caller redirects it (redirect), or reports it
+// moved (Decide).
+func (l *store[KT, S]) missing(sh *shard[KT, S], key string, mk KT, now time.Duration, n int) (d admit.Decision, which int, moved bool) {
 	if hk := l.hooks.Load(); hk != nil {
 		s, redirect := l.consult(sh, hk, key, mk)
 		if redirect {
-			return hk.Redirect(key, n) // sh.mu released
+			return d, 0, true // sh.mu released
 		}
 		if s != nil { // Adopt put the key here
 			d, which := l.decideWhich(s, now, n)
@@ -216,12 +218,28 @@ func (l *store[KT, S]) missing(sh *shard[KT, S], key string, mk KT, now time.Dur
 				l.showCompositeHold(sh, s, now)
 			}
 			sh.mu.Unlock()
+			return d, which, false
+		}
+	}
+	d, which = l.insert(sh, mk, now, n)
+	sh.mu.Unlock()
+	return d, which, false
+}
+
+// redirect decides n requests for key, whose map key is mk and whose hash
+// is h, which the hooks' Keep refused, with the hooks' Redirect. Should the
+// hooks have been removed since, the store decides the call itself, as any
+// call without hooks; should they have come back meanwhile and refused it
+// again, it asks them again.
+func (l *store[KT, S]) redirect(key string, mk KT, h uint64, n int) (admit.Decision, int) {
+	for {
+		if hk := l.hooks.Load(); hk != nil && hk.Redirect != nil {
+			return hk.Redirect(key, n)
+		}
+		if d, which, moved := l.decideKey(key, mk, h, n); !moved {
 			return d, which
 		}
 	}
-	d, which := l.insert(sh, mk, now, n)
-	sh.mu.Unlock()
-	return d, which
 }
 
 // consult runs the hooks hk for a call on key, whose map key mk sh does not

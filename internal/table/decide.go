@@ -18,8 +18,8 @@ import (
 // result from decide's Verdict (see kernel.Verdict), as AllowN does: a
 // five-field Decision never stays in registers, so it is written once.
 func (t *Store) Allow(key string) (d admit.Decision) {
-	v := t.decideKey(key, 1)
-	if v.Remaining < 0 {
+	v, moved := t.decideKey(key, 1)
+	if moved {
 		return t.redirect(key, 1)
 	}
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, t.limit, v.Remaining, v.RetryAfter, v.ResetAfter
@@ -28,8 +28,8 @@ func (t *Store) Allow(key string) (d admit.Decision) {
 
 // AllowN implements [admit.KeyedLimiter].
 func (t *Store) AllowN(key string, n int) (d admit.Decision) {
-	v := t.decideKey(key, n)
-	if v.Remaining < 0 {
+	v, moved := t.decideKey(key, n)
+	if moved {
 		return t.redirect(key, n)
 	}
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, t.limit, v.Remaining, v.RetryAfter, v.ResetAfter
@@ -38,15 +38,16 @@ func (t *Store) AllowN(key string, n int) (d admit.Decision) {
 
 // decideKey decides a request for n on key: lock-free on a key the table
 // holds (find, then decide's CAS loop), under the shard's mutex otherwise
-// (slow).
-func (t *Store) decideKey(key string, n int) kernel.Verdict {
+// (slow). moved is true, with nothing decided, for a missing key the hooks'
+// Keep refused: the caller redirects the call (migrate.go).
+func (t *Store) decideKey(key string, n int) (v kernel.Verdict, moved bool) {
 	h, k0, k1 := t.hash(key)
 	return t.decideAt(key, h, k0, k1, t.now(), n)
 }
 
 // decideAt is decideKey for key, whose hash and key words are h, k0 and k1
 // (hash), at reading now.
-func (t *Store) decideAt(key string, h, k0, k1 uint64, now time.Duration, n int) kernel.Verdict {
+func (t *Store) decideAt(key string, h, k0, k1 uint64, now time.Duration, n int) (v kernel.Verdict, moved bool) {
 	var pause func()
 	if pauseEnabled {
 		pause = t.pause.take()
@@ -56,7 +57,7 @@ func (t *Store) decideAt(key string, h, k0, k1 uint64, now time.Duration, n int)
 		if i, ok := tb.find(tagOf(h), k0, k1, key, t.hashed, t.sbits); ok {
 			hook.Between(hook.AfterLookup)
 			if v, ok := t.decide(&tb.slot(i)[1], now, n, &pause); ok {
-				return v
+				return v, false
 			}
 		}
 	}

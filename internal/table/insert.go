@@ -32,9 +32,9 @@ func (t *Store) lookup(sh *shard, rk recKey, key string) (tb *tab, i uint64, ok 
 // a missing key (absent, or a tombstone), which it stores if the decision
 // admitted something. A missing key is where the hooks have their say
 // (migrate.go): Adopt before the mutex, Keep under it; a key Keep refuses
-// is neither decided nor stored, and slow returns redirected, on which the
-// caller decides the call with Redirect, the mutex released.
-func (t *Store) slow(sh *shard, rk recKey, key string, now time.Duration, n int) kernel.Verdict {
+// is neither decided nor stored, and slow returns moved true, on which the
+// caller redirects the call, the mutex released.
+func (t *Store) slow(sh *shard, rk recKey, key string, now time.Duration, n int) (v kernel.Verdict, moved bool) {
 	adopted := t.adopt(sh, rk, key)
 	hook.Between(hook.BeforeLock)
 	sh.mu.Lock()
@@ -49,47 +49,47 @@ func (t *Store) slow(sh *shard, rk recKey, key string, now time.Duration, n int)
 			}
 			if old == t.held {
 				v, _ := sh.holds.Decide(cell{p}, rk, now, n)
-				return v
+				return v, false
 			}
 			v, nw, change, fits := t.step(old, now, n)
 			if !change {
-				return v
+				return v, false
 			}
 			if !fits {
 				// Past the word's horizon: hold the slot with the state
 				// in its record (Holds.Spill), if the word is still old.
 				if sh.holds.Spill(cell{p}, rk, old, t.tbNext(old, now, n)) {
-					return v
+					return v, false
 				}
 				continue
 			}
 			hook.Between(hook.BeforeCAS)
 			if p.CompareAndSwap(old, nw) {
-				return v
+				return v, false
 			}
 		}
 	}
 	if !t.keep(key, adopted) {
-		return redirected
+		return v, true
 	}
 	at := spot{tb, i, ok}
 	now = max(now, sh.floor) // the key may have been evicted as fresh at floor
 	v, nw, change, fits := t.step(0, now, n)
 	if !change {
-		return v // a denial or a probe: nothing to store
+		return v, false // a denial or a probe: nothing to store
 	}
 	if wait, ok := t.add(sh, now); !ok {
 		t.keys.Denied()
-		return kernel.Verdict{RetryAfter: wait}
+		return kernel.Verdict{RetryAfter: wait}, false
 	}
 	if !fits {
 		// A new state past the word's horizon: store the key held, with
 		// the state in its record.
 		t.putHeld(sh, at, rk, key, keyed.Rec{State: t.tbNext(0, now, n)})
-		return v
+		return v, false
 	}
 	t.put(sh, at, rk, key, nw)
-	return v
+	return v, false
 }
 
 // putHeld stores a key the shard does not hold, held, with record rec. It

@@ -19,8 +19,8 @@ import (
 // ReserveN call adopt before taking the shard's mutex and keep under it,
 // right where a missing key would be decided and stored. A store without
 // hooks pays one nil check there. A call Keep refuses publishes nothing:
-// slow returns redirected, and the caller (Allow, AllowN), the mutex
-// released, decides the call with Redirect.
+// slow reports it moved, and the caller, the mutex released, returns that
+// (Decide) or decides the call with Redirect (Allow, AllowN).
 //
 // Take's linearization point is its freezing CompareAndSwap to the
 // tombstone, under the shard's mutex, as a rebuild's freeze: a lock-free
@@ -29,10 +29,6 @@ import (
 // first is in the state taken.
 
 var _ keyed.Store = (*Store)(nil)
-
-// redirected is the Verdict slow returns for a call on a missing key that
-// the hooks' Keep refused: no Verdict has a negative Remaining.
-var redirected = kernel.Verdict{Remaining: -1}
 
 // Limits implements [keyed.Store]: the store's rule, as one-rule Limits.
 func (t *Store) Limits() admit.Limits {
@@ -64,26 +60,40 @@ func (t *Store) adopt(sh *shard, rk recKey, key string) keyed.Epoch {
 }
 
 // keep reports whether the hooks let the store insert key, which it does
-// not hold (true without hooks, or without a Keep hook); adopted is what
-// the call's adopt returned. It requires the key's shard's mutex.
+// not hold (true without hooks, or without a Keep hook, or without a
+// Redirect to send a refused call to); adopted is what the call's adopt
+// returned. It requires the key's shard's mutex.
 func (t *Store) keep(key string, adopted keyed.Epoch) bool {
 	h := t.hooks.Load()
-	return h == nil || h.Keep == nil || h.Keep(key, adopted)
+	return h == nil || h.Keep == nil || h.Redirect == nil || h.Keep(key, adopted)
+}
+
+// Decide implements [keyed.Store]: AllowN, with the index 0 of the one
+// rule, or moved true, with nothing decided, for a call the hooks' Keep
+// refused.
+func (t *Store) Decide(key string, n int) (d admit.Decision, which int, moved bool) {
+	v, moved := t.decideKey(key, n)
+	if moved {
+		return d, 0, true
+	}
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, t.limit, v.Remaining, v.RetryAfter, v.ResetAfter
+	return d, 0, false
 }
 
 // redirect decides n requests for key, which the hooks' Keep refused, with
 // the hooks' Redirect. Should the hooks have been removed since, the store
-// decides the call itself, as any call without hooks.
+// decides the call itself, as any call without hooks; should they have
+// come back meanwhile and refused it again, it asks them again.
 func (t *Store) redirect(key string, n int) admit.Decision {
-	if h := t.hooks.Load(); h != nil && h.Redirect != nil {
-		d, _ := h.Redirect(key, n)
-		return d
+	for {
+		if h := t.hooks.Load(); h != nil && h.Redirect != nil {
+			d, _ := h.Redirect(key, n)
+			return d
+		}
+		if v, moved := t.decideKey(key, n); !moved {
+			return v.Decision(t.limit)
+		}
 	}
-	v := t.decideKey(key, n)
-	if v.Remaining < 0 { // the hooks came back meanwhile
-		return t.redirect(key, n)
-	}
-	return v.Decision(t.limit)
 }
 
 // reserveElsewhere is ReserveN for a key the hooks' Keep refused: the
