@@ -75,9 +75,9 @@ func (t *compHolds) lock(c unsafe.Pointer) *compStripe {
 // compDecideHeld is keyed.Decide: it decides a request for n at reading now
 // on the record of the held cell c, shows the hold the reading and releases
 // c if the hold is no longer live and the state fits. If c is no longer
-// held, nothing is decided and the Outcome is keyed.Released. Linearization
+// held, nothing is decided and the HoldResult is keyed.Released. Linearization
 // point: the critical section.
-func compDecideHeld(k *compKernel, c compCell, ptr unsafe.Pointer, now time.Duration, n int) (v kernel.Verdict, which int, o keyed.Outcome) {
+func compDecideHeld(k *compKernel, c compCell, ptr unsafe.Pointer, now time.Duration, n int) (v kernel.Verdict, which int, o keyed.HoldResult) {
 	st := k.holds.lock(ptr)
 	defer st.mu.Unlock()
 	if c.load() != k.heldVal {

@@ -40,7 +40,7 @@ func (k *tbKernel[V, C]) init(tb *kernel.TokenBucket) {
 }
 
 // decideHeld is Holds.Decide on the held cell c, under the mutex.
-func (k *tbKernel[V, C]) decideHeld(c C, now time.Duration, n int) (kernel.Verdict, keyed.Outcome) {
+func (k *tbKernel[V, C]) decideHeld(c C, now time.Duration, n int) (kernel.Verdict, keyed.HoldResult) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.holds.Decide(c, struct{}{}, now, n)

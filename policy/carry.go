@@ -16,7 +16,7 @@ import (
 // API) keyed by user, so a limiter can hold pairs whose limits change beside
 // pairs whose limits do not: keys move one by one, never a whole limiter.
 //
-// Every limiter that is a keyed.Store has, for its life, a Keep hook (may
+// Every limiter that is a keyed.Mover has, for its life, a Keep hook (may
 // the pair be stored here afresh: does it resolve to this limiter in the
 // current snapshot, and is no move still to bring its state here? see keep)
 // and a Redirect hook (decide the call again, through the current
@@ -100,7 +100,7 @@ func WithCarry(c Carry) ReloadOption {
 // their keys. All limiters of one Limits are built by one factory with the
 // same options, so the first one built speaks for all.
 type protocol struct {
-	store bool   // keyed.Store: Take and Put
+	store bool   // keyed.Mover: Take and Put
 	lists bool   // and Keys lists its keys (not hashed keys)
 	typ   string // the limiter's type, for errors
 }
@@ -108,7 +108,7 @@ type protocol struct {
 // protocolOf returns what lim, a new and empty limiter, offers.
 func protocolOf(lim admit.KeyedLimiter) protocol {
 	p := protocol{typ: fmt.Sprintf("%T", lim)}
-	if m, ok := lim.(keyed.Store); ok {
+	if m, ok := lim.(keyed.Mover); ok {
 		p.store = true
 		p.lists = m.Keys(func(string) bool { return false })
 	}
@@ -116,14 +116,14 @@ func protocolOf(lim admit.KeyedLimiter) protocol {
 }
 
 // newAPILimiter boxes lim, the limiter of g's limits for api, and gives it
-// its hooks if it is a keyed.Store: Keep and Redirect for its life, and
+// its hooks if it is a keyed.Mover: Keep and Redirect for its life, and
 // Adopt too while a Reload's keys are moving (a limiter built during the
 // window keeps its Adopt after it, which then finds no Reload and returns).
 // A limiter of a LimiterFactory gets no hooks, whatever its type: the
 // Service moves none of its keys.
 func (s *Service) newAPILimiter(g *group, api string, lim admit.KeyedLimiter, which whicher) *apiLimiter {
 	a := &apiLimiter{lim: lim, which: which, g: g, api: api, obs: s.obs}
-	m, ok := lim.(keyed.Store)
+	m, ok := lim.(keyed.Mover)
 	if !ok || s.build.target != nil {
 		return a // a LimiterFactory's limiter converts its keys itself (target.go)
 	}

@@ -52,7 +52,7 @@ func TestReloadHashedRacingFirstCheck(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return &gated{KeyedLimiter: l, Store: l.(keyed.Store), g: g, after: true}, nil
+		return &gated{KeyedLimiter: l, Mover: l.(keyed.Mover), g: g, after: true}, nil
 	}
 	s := service(t, parse(t, "default = token-bucket,5,10\napi./x = fixed-window,3,10\n"),
 		policy.WithFactory(f), admit.WithHashedKeys(), admit.WithClock(clock.NewFake()))

@@ -54,13 +54,13 @@ func (s *stop) at() {
 // call; everything else is the store's.
 type gated struct {
 	admit.KeyedLimiter
-	keyed.Store
+	keyed.Mover
 	g     *gate
 	after bool // the keep stop is after the hooks' Keep has answered, not before it asks
 }
 
 func (l *gated) mine(key string) bool {
-	return key == l.g.key && l.Store.Limits().At(0).Limit == l.g.limit
+	return key == l.g.key && l.Mover.Limits().At(0).Limit == l.g.limit
 }
 
 func (l *gated) Allow(key string) admit.Decision { return l.AllowN(key, 1) }
@@ -79,19 +79,19 @@ func (l *gated) AllowNWhich(key string, n int) (admit.Decision, int) {
 	return l.KeyedLimiter.(admit.CompositeStore).AllowNWhich(key, n)
 }
 
-// Decide is the path of the Service's calls (keyed.Store).
+// Decide is the path of the Service's calls (keyed.Mover).
 func (l *gated) Decide(key string, n int) (admit.Decision, int, bool) {
 	if l.mine(key) {
 		l.g.enter.at()
 	}
-	return l.Store.Decide(key, n)
+	return l.Mover.Decide(key, n)
 }
 
 func (l *gated) Put(key string, from []kernel.PartState) bool {
 	if l.mine(key) {
 		l.g.put.at()
 	}
-	ok := l.Store.Put(key, from)
+	ok := l.Mover.Put(key, from)
 	if !ok {
 		l.g.refused.Add(1)
 	}
@@ -100,7 +100,7 @@ func (l *gated) Put(key string, from []kernel.PartState) bool {
 
 func (l *gated) SetHooks(h *keyed.Hooks) {
 	if h == nil || h.Keep == nil {
-		l.Store.SetHooks(h)
+		l.Mover.SetHooks(h)
 		return
 	}
 	w := *h
@@ -114,7 +114,7 @@ func (l *gated) SetHooks(h *keyed.Hooks) {
 		}
 		return ok
 	}
-	l.Store.SetHooks(&w)
+	l.Mover.SetHooks(&w)
 }
 
 // TestMoveBack: a Reload that moves a pair back into a limiter it left
@@ -140,7 +140,7 @@ func TestMoveBack(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return &gated{KeyedLimiter: l, Store: l.(keyed.Store), g: g}, nil
+		return &gated{KeyedLimiter: l, Mover: l.(keyed.Mover), g: g}, nil
 	}
 	single := func(f func(admit.Rule, ...admit.Option) (admit.Store, error)) func(*gate) []admit.Option {
 		return func(g *gate) []admit.Option {

@@ -112,7 +112,7 @@ type apiLimiter struct {
 	which whicher // lim's AllowNWhich for a composite; nil for one rule
 	g     *group  // the group the limiter belongs to, for its limits
 	api   string  // the API the limiter serves
-	mig   keyed.Store
+	mig   keyed.Mover
 	hooks [2]*keyed.Hooks // mig's hooks: Keep and Redirect; with Adopt too (carry.go)
 	use   atomic.Uint32   // unused, used or sealed: whether mig may hold a pair (carry.go, mark)
 

@@ -348,9 +348,9 @@ func rtTakeRun(t *testing.T, fc serviceFactory, alg string) {
 			ls := slices.Clone(built)
 			mu.Unlock()
 			for _, l := range slices.Backward(ls) {
-				if d, _, moved := l.(keyed.Store).Decide(users[0], 0); !moved && d.Remaining < want*n {
+				if d, _, moved := l.(keyed.Mover).Decide(users[0], 0); !moved && d.Remaining < want*n {
 					var keys []string
-					l.(keyed.Store).Keys(func(k string) bool { keys = append(keys, k); return true })
+					l.(keyed.Mover).Keys(func(k string) bool { keys = append(keys, k); return true })
 					if len(keys) == 0 {
 						return nil, nil // a Reload took them since the probe
 					}
@@ -386,7 +386,7 @@ func rtTakeRun(t *testing.T, fc serviceFactory, alg string) {
 							continue
 						}
 					}
-					d, _, moved := lim.(keyed.Store).Decide(order[0], n)
+					d, _, moved := lim.(keyed.Mover).Decide(order[0], n)
 					if moved { // taken: chase the next
 						order = order[1:]
 						continue

@@ -12,7 +12,7 @@ import (
 // Movable is a keyed store whose keys a Migration moves.
 type Movable interface {
 	admit.KeyedLimiter
-	keyed.Store
+	keyed.Mover
 }
 
 // Migration moves keys from one store to another as a policy.Service's

@@ -272,18 +272,18 @@ func statsUnbounded(t *testing.T, what string, build func(...admit.Option) (admi
 }
 
 // statsMoves checks, on a store whose keys can move (every local store is
-// a keyed.Store), that a Take is no eviction, and that a Put into a full
+// a keyed.Mover), that a Take is no eviction, and that a Put into a full
 // store, which stores its key beyond the bound, is no denial.
 func statsMoves(t *testing.T, what string, build func(...admit.Option) (admit.KeyedLimiter, error)) {
 	fake := clock.NewFake()
 	fake.Set(time.Hour)
-	movable := func(opts ...admit.Option) (admit.KeyedLimiter, keyed.Store) {
+	movable := func(opts ...admit.Option) (admit.KeyedLimiter, keyed.Mover) {
 		t.Helper()
 		lim, err := build(append([]admit.Option{admit.WithClock(fake), admit.WithShards(1)}, opts...)...)
 		require.NoError(t, err)
-		ms, ok := lim.(keyed.Store)
+		ms, ok := lim.(keyed.Mover)
 		if !ok {
-			t.Skipf("%s: the store, a %T, is no keyed.Store", what, lim)
+			t.Skipf("%s: the store, a %T, is no keyed.Mover", what, lim)
 		}
 		return lim, ms
 	}

@@ -106,13 +106,13 @@ type Cell[V comparable] interface {
 	Bury()
 }
 
-// Outcome says what a call on a held cell found.
-type Outcome uint8
+// HoldResult says what a call on a held cell found.
+type HoldResult uint8
 
 const (
-	Decided  Outcome = iota // the call was decided
-	Released                // the cell was released meanwhile: load it again
-	Tomb                    // the cell is a tombstone: nothing was decided
+	Decided  HoldResult = iota // the call was decided
+	Released                   // the cell was released meanwhile: load it again
+	Tomb                       // the cell is a tombstone: nothing was decided
 )
 
 // Holds is the held protocol on cells C (of values V) of one token-bucket
@@ -145,8 +145,8 @@ func (h *Holds[V, ID, C]) Put(id ID, rec Rec) { h.recs.Put(id, rec) }
 // the cell if the hold is no longer live. Its linearization point is the
 // critical section of the mutex guarding h. If c is no longer held (it was
 // released or buried before the caller took the mutex), nothing is decided
-// and the Outcome says which.
-func (h *Holds[V, ID, C]) Decide(c C, id ID, now time.Duration, n int) (kernel.Verdict, Outcome) {
+// and the HoldResult says which.
+func (h *Holds[V, ID, C]) Decide(c C, id ID, now time.Duration, n int) (kernel.Verdict, HoldResult) {
 	if _, held, tombstone := c.State(h.tb, c.Load()); !held {
 		if tombstone {
 			return kernel.Verdict{}, Tomb

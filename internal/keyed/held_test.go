@@ -66,7 +66,7 @@ func newStore(rule admit.Rule) *store {
 	return s
 }
 
-func (s *store) decide(now time.Duration, n int) (kernel.Verdict, keyed.Outcome) {
+func (s *store) decide(now time.Duration, n int) (kernel.Verdict, keyed.HoldResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.h.Decide(&s.c, key, now, n)

@@ -19,8 +19,8 @@ import (
 // insertion path of a key it does not hold. docs/design.md ("How a key
 // moves") has the protocol and why no admission is lost or counted twice.
 
-// Store is a keyed store whose keys can move to another store.
-type Store interface {
+// Mover is a keyed store whose keys can move to another store.
+type Mover interface {
 	// Limits returns the limits the store enforces: a one-rule Limits
 	// for a single rule's store.
 	Limits() admit.Limits

@@ -135,7 +135,7 @@ func (l *compFullKeys[S]) AllowNWhich(key string, n int) (admit.Decision, int) {
 	return l.allow(key, key, maphash.String(l.seed, key), n)
 }
 
-// Decide implements [keyed.Store].
+// Decide implements [keyed.Mover].
 func (l *compFullKeys[S]) Decide(key string, n int) (admit.Decision, int, bool) {
 	return l.decideKey(key, key, maphash.String(l.seed, key), n)
 }
@@ -160,7 +160,7 @@ func (l *compHashedKeys[S]) AllowNWhich(key string, n int) (admit.Decision, int)
 	return l.allow(key, h, h, n)
 }
 
-// Decide implements [keyed.Store].
+// Decide implements [keyed.Mover].
 func (l *compHashedKeys[S]) Decide(key string, n int) (admit.Decision, int, bool) {
 	h := maphash.String(l.seed, key)
 	return l.decideKey(key, h, h, n)

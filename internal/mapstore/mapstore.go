@@ -25,7 +25,7 @@
 // with a hold per waiting key (reserve.go). Composite
 // limits (NewLimits) keep all the rules of a key in one state, decided
 // together through kernel.Composite (composite.go, composite_reserve.go).
-// Every store is a keyed.Store, whose keys a policy.Service moves one by
+// Every store is a keyed.Mover, whose keys a policy.Service moves one by
 // one to another store when their limits change (migrate.go): a call on a
 // key its shard does not hold consults the Service's hooks, releasing the
 // lock to adopt the key or to have the call decided elsewhere.
@@ -150,7 +150,7 @@ type store[KT comparable, S any] struct {
 	shards  []shard[KT, S]
 	keys    keyed.Counter // keys stored (when maxKeys > 0), Stats' counts, makeRoom's cursor
 
-	// hooks are a keyed.Store's hooks (SetHooks, migrate.go), nil until
+	// hooks are a keyed.Mover's hooks (SetHooks, migrate.go), nil until
 	// set. Only the path of a key a shard does not hold reads them.
 	hooks atomic.Pointer[keyed.Hooks]
 
@@ -192,7 +192,7 @@ func (l *fullKeys[S]) AllowN(key string, n int) admit.Decision {
 	return d
 }
 
-// Decide implements [keyed.Store].
+// Decide implements [keyed.Mover].
 func (l *fullKeys[S]) Decide(key string, n int) (admit.Decision, int, bool) {
 	return l.decideKey(key, key, maphash.String(l.seed, key), n)
 }
@@ -216,7 +216,7 @@ func (l *hashedKeys[S]) AllowN(key string, n int) admit.Decision {
 	return d
 }
 
-// Decide implements [keyed.Store].
+// Decide implements [keyed.Mover].
 func (l *hashedKeys[S]) Decide(key string, n int) (admit.Decision, int, bool) {
 	h := maphash.String(l.seed, key)
 	return l.decideKey(key, h, h, n)

@@ -10,7 +10,7 @@ import (
 	"github.com/admit-go/admit/internal/reservation"
 )
 
-// Every store of New and NewLimits is a keyed.Store: a policy.Service
+// Every store of New and NewLimits is a keyed.Mover: a policy.Service
 // Reload moves keys out of it one by one (Take), into it (Put), over its
 // listed keys (Keys), and has its say over the keys it does not hold
 // through the hooks (SetHooks).
@@ -33,20 +33,20 @@ import (
 // and a probe here would report a fresh one.
 
 var (
-	_ keyed.Store = (*fullKeys[uint64])(nil)
-	_ keyed.Store = (*hashedKeys[kernel.Log])(nil)
-	_ keyed.Store = tbFullKeys[kernel.TokenBucketState]{}
-	_ keyed.Store = tbHashedKeys[uint64]{}
-	_ keyed.Store = (*compFullKeys[[2]kernel.PartState])(nil)
-	_ keyed.Store = (*compHashedKeys[[8]kernel.PartState])(nil)
-	_ keyed.Store = tbCompFullKeys[[3]kernel.PartState]{}
-	_ keyed.Store = tbCompHashedKeys[[2]kernel.PartState]{}
+	_ keyed.Mover = (*fullKeys[uint64])(nil)
+	_ keyed.Mover = (*hashedKeys[kernel.Log])(nil)
+	_ keyed.Mover = tbFullKeys[kernel.TokenBucketState]{}
+	_ keyed.Mover = tbHashedKeys[uint64]{}
+	_ keyed.Mover = (*compFullKeys[[2]kernel.PartState])(nil)
+	_ keyed.Mover = (*compHashedKeys[[8]kernel.PartState])(nil)
+	_ keyed.Mover = tbCompFullKeys[[3]kernel.PartState]{}
+	_ keyed.Mover = tbCompHashedKeys[[2]kernel.PartState]{}
 )
 
-// Limits implements [keyed.Store]: the store's rule, as one-rule Limits.
+// Limits implements [keyed.Mover]: the store's rule, as one-rule Limits.
 func (l *fullKeys[S]) Limits() admit.Limits { return oneRule(l.rule) }
 
-// Limits implements [keyed.Store]: the store's rule, as one-rule Limits.
+// Limits implements [keyed.Mover]: the store's rule, as one-rule Limits.
 func (l *hashedKeys[S]) Limits() admit.Limits { return oneRule(l.rule) }
 
 // oneRule returns the Limits of the valid rule r.
@@ -55,7 +55,7 @@ func oneRule(r admit.Rule) admit.Limits {
 	return limits
 }
 
-// SetHooks implements [keyed.Store].
+// SetHooks implements [keyed.Mover].
 func (l *store[KT, S]) SetHooks(h *keyed.Hooks) { l.hooks.Store(h) }
 
 // locate returns the map key and the hash of key.
@@ -67,7 +67,7 @@ func (l *store[KT, S]) locate(key string) (KT, uint64) {
 	return any(h).(KT), h
 }
 
-// Take implements [keyed.Store]. Under the key's shard's lock it deletes
+// Take implements [keyed.Mover]. Under the key's shard's lock it deletes
 // the key and its hold (a reservation made before can no longer be
 // cancelled; its tokens stay taken in the state carried), uncounts it
 // against WithMaxKeys, and writes its state to into. It does not raise the
@@ -93,7 +93,7 @@ func (l *store[KT, S]) Take(key string, into []kernel.PartState) bool {
 	return true
 }
 
-// Put implements [keyed.Store]. from must hold states of the store's
+// Put implements [keyed.Mover]. from must hold states of the store's
 // limits, as kernel.Convert writes them; Put keeps from's sliding logs
 // rather than copying them, so the caller hands them over with a Put that
 // stores the key. It stores the key under the store's own copy, with no
@@ -119,7 +119,7 @@ func (l *store[KT, S]) Put(key string, from []kernel.PartState) bool {
 	return true
 }
 
-// Keys implements [keyed.Store]. It copies each shard's keys under the
+// Keys implements [keyed.Mover]. It copies each shard's keys under the
 // shard's lock and calls yield with them after releasing it, so that yield
 // may call the store (Take the key, say). A store of hashed keys keeps no
 // keys to give and returns false at once.

@@ -39,7 +39,7 @@ var migrateTexts = []string{
 // movable is a store of New or NewLimits as the migration tests use it.
 type movable interface {
 	admit.CompositeStore
-	keyed.Store
+	keyed.Mover
 }
 
 // buckets reports whether every rule of limits is a token bucket: a store
@@ -64,7 +64,7 @@ func newMovable(t testing.TB, limits admit.Limits, set plumb.Settings) movable {
 		lim = NewLimits(limits, set)
 	}
 	m, ok := lim.(movable)
-	require.True(t, ok, "%v: a %T is no keyed.Store", limits, lim)
+	require.True(t, ok, "%v: a %T is no keyed.Mover", limits, lim)
 	require.Equal(t, limits, m.Limits())
 	return m
 }

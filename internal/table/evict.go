@@ -22,7 +22,7 @@ import (
 // path, which reads the floor under the mutex. A held slot shows its hold
 // the reading first (keyed.Settle), which releases it or, for a fresh
 // spilled state, buries it.
-func (t *Store) sweep(sh *shard, now, at time.Duration, limit int, soonest *time.Duration) (examined, evicted int) {
+func (t *Table) sweep(sh *shard, now, at time.Duration, limit int, soonest *time.Duration) (examined, evicted int) {
 	tb := sh.tab.Load()
 	if tb == nil {
 		return 0, 0
@@ -73,7 +73,7 @@ func (t *Store) sweep(sh *shard, now, at time.Duration, limit int, soonest *time
 // untilFresh returns the time from now until the state of slot i (word w)
 // becomes fresh: a probe's ResetAfter, on the record's state for a held
 // slot. It requires sh.mu.
-func (t *Store) untilFresh(sh *shard, tb *tab, i, tag, w uint64, now time.Duration) time.Duration {
+func (t *Table) untilFresh(sh *shard, tb *tab, i, tag, w uint64, now time.Duration) time.Duration {
 	if w == t.tomb {
 		return 0
 	}
@@ -86,7 +86,7 @@ func (t *Store) untilFresh(sh *shard, tb *tab, i, tag, w uint64, now time.Durati
 }
 
 // slotKey returns the recKey of slot i, whose tag is tag.
-func (t *Store) slotKey(tb *tab, i, tag uint64) recKey {
+func (t *Table) slotKey(tb *tab, i, tag uint64) recKey {
 	if t.hashed {
 		return recKey{tag: tag}
 	}
@@ -100,7 +100,7 @@ func (t *Store) slotKey(tb *tab, i, tag uint64) recKey {
 
 // evicted records that n keys of sh were evicted: it counts the evictions
 // (Stats), then removed uncounts the keys. It requires sh.mu.
-func (t *Store) evicted(sh *shard, n int) {
+func (t *Table) evicted(sh *shard, n int) {
 	if n == 0 {
 		return
 	}
@@ -113,7 +113,7 @@ func (t *Store) evicted(sh *shard, n int) {
 // fewer keys than an eighth of its slots (the copy, at most an eighth of
 // the slots, is paid for by the removals since the table was built). It
 // requires sh.mu.
-func (t *Store) removed(sh *shard, n int) {
+func (t *Table) removed(sh *shard, n int) {
 	if t.maxKeys > 0 {
 		t.keys.Release(n)
 	}
@@ -124,7 +124,7 @@ func (t *Store) removed(sh *shard, n int) {
 
 // makeRoom applies the full-store policy (keyed.MakeRoom) for a new key of
 // own, whose mutex the caller holds; it only TryLocks the other shards.
-func (t *Store) makeRoom(own *shard, now time.Duration) (time.Duration, bool) {
+func (t *Table) makeRoom(own *shard, now time.Duration) (time.Duration, bool) {
 	return keyed.MakeRoom(&t.keys, t.maxKeys, t.shards, own, now, t.horizon,
 		func(sh *shard, isOwn bool, at time.Duration, limit int, soonest *time.Duration) (int, int) {
 			if !isOwn {
@@ -139,13 +139,13 @@ func (t *Store) makeRoom(own *shard, now time.Duration) (time.Duration, bool) {
 
 // Sweep implements [admit.Store]: it evicts every key fresh at the
 // eviction reading, shard by shard, and returns how many it evicted.
-func (t *Store) Sweep() int {
+func (t *Table) Sweep() int {
 	return t.sweepAt(keyed.Reading(t.clock.Now()))
 }
 
 // sweepAt evicts every key fresh at reading at, shard by shard, and returns
 // how many it evicted.
-func (t *Store) sweepAt(at time.Duration) int {
+func (t *Table) sweepAt(at time.Duration) int {
 	total := 0
 	for i := range t.shards {
 		sh := &t.shards[i]
@@ -169,7 +169,7 @@ func (t *Store) sweepAt(at time.Duration) int {
 // ordered before the reset. A held slot (token bucket) is released with the
 // zero state and its record, with any hold, deleted (keyed.Reset). A key the
 // table does not hold, or a tombstone, is already fresh.
-func (t *Store) Reset(key string) {
+func (t *Table) Reset(key string) {
 	if lockFreeReset() {
 		t.resetLockFree(key) // BUG, planted for the stress self-test
 		return

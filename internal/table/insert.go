@@ -18,7 +18,7 @@ import (
 // mutex: the table, and the slot's index with ok true, or with ok false,
 // if the table does not hold the key (nor a tombstone of it), the empty
 // slot where a new slot for it would go.
-func (t *Store) lookup(sh *shard, rk recKey, key string) (tb *tab, i uint64, ok bool) {
+func (t *Table) lookup(sh *shard, rk recKey, key string) (tb *tab, i uint64, ok bool) {
 	tb = sh.tab.Load()
 	if tb == nil {
 		return nil, 0, false
@@ -34,7 +34,7 @@ func (t *Store) lookup(sh *shard, rk recKey, key string) (tb *tab, i uint64, ok 
 // (migrate.go): Adopt before the mutex, Keep under it; a key Keep refuses
 // is neither decided nor stored, and slow returns moved true, on which the
 // caller redirects the call, the mutex released.
-func (t *Store) slow(sh *shard, rk recKey, key string, now time.Duration, n int) (v kernel.Verdict, moved bool) {
+func (t *Table) slow(sh *shard, rk recKey, key string, now time.Duration, n int) (v kernel.Verdict, moved bool) {
 	adopted := t.adopt(sh, rk, key)
 	hook.Between(hook.BeforeLock)
 	sh.mu.Lock()
@@ -94,7 +94,7 @@ func (t *Store) slow(sh *shard, rk recKey, key string, now time.Duration, n int)
 
 // putHeld stores a key the shard does not hold, held, with record rec. It
 // requires sh.mu.
-func (t *Store) putHeld(sh *shard, at spot, rk recKey, key string, rec keyed.Rec) {
+func (t *Table) putHeld(sh *shard, at spot, rk recKey, key string, rec keyed.Rec) {
 	sh.holds.Put(rk, rec)
 	t.put(sh, at, rk, key, kernel.TokenBucketHeld)
 }
@@ -104,7 +104,7 @@ func (t *Store) putHeld(sh *shard, at spot, rk recKey, key string, rec keyed.Rec
 // makes room or returns, with ok false, the RetryAfter of the denial. The
 // callers that then deny count the denial (Stats); Put, which stores its
 // key beyond the bound instead, does not. It requires sh.mu.
-func (t *Store) add(sh *shard, now time.Duration) (wait time.Duration, ok bool) {
+func (t *Table) add(sh *shard, now time.Duration) (wait time.Duration, ok bool) {
 	if tb := sh.tab.Load(); tb != nil && tb.live >= keyed.SweepMinLen {
 		t.sweep(sh, now, keyed.Reading(now), keyed.SweepBatch, nil)
 	}
@@ -131,7 +131,7 @@ type spot struct {
 // in a new slot, rebuilding the table first when it is full. at is where the
 // caller's lookup left the key; it is used unless the table was rebuilt
 // since (by add's sweep) or is full. It requires sh.mu.
-func (t *Store) put(sh *shard, at spot, rk recKey, key string, w uint64) {
+func (t *Table) put(sh *shard, at spot, rk recKey, key string, w uint64) {
 	tb := sh.tab.Load()
 	if tb == nil || tb != at.tb {
 		at = spot{tb: tb}
@@ -163,7 +163,7 @@ func (t *Store) put(sh *shard, at spot, rk recKey, key string, w uint64) {
 // a call that loses the race to the freeze finds the tombstone and takes
 // the slow path, where it waits for the mutex and finds the key in the new
 // table. It requires sh.mu.
-func (t *Store) rebuild(sh *shard, old *tab, slots uint64) *tab {
+func (t *Table) rebuild(sh *shard, old *tab, slots uint64) *tab {
 	nt := newTab(slots, t.stride)
 	if old != nil {
 		for i := range old.n {
@@ -194,7 +194,7 @@ func (t *Store) rebuild(sh *shard, old *tab, slots uint64) *tab {
 
 // freeze swaps the word p for the tombstone and returns what it held. It
 // requires the shard's mutex (so a held word does not change meanwhile).
-func (t *Store) freeze(p *atomic.Uint64) uint64 {
+func (t *Table) freeze(p *atomic.Uint64) uint64 {
 	if unfrozen() {
 		hook.Between(hook.BeforeCAS)
 		return p.Load() // BUG, planted for the stress self-test: no freeze

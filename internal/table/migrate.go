@@ -10,7 +10,7 @@ import (
 	"github.com/admit-go/admit/internal/reservation"
 )
 
-// The table is a keyed.Store: a policy.Service Reload moves keys out of it
+// The table is a keyed.Mover: a policy.Service Reload moves keys out of it
 // one by one (Take), into it (Put), over its listed keys (Keys), and has its
 // say over the keys it does not hold through the hooks (SetHooks).
 //
@@ -28,16 +28,16 @@ import (
 // takes the slow path, where the key is missing; a call that published
 // first is in the state taken.
 
-var _ keyed.Store = (*Store)(nil)
+var _ keyed.Mover = (*Table)(nil)
 
-// Limits implements [keyed.Store]: the store's rule, as one-rule Limits.
-func (t *Store) Limits() admit.Limits {
+// Limits implements [keyed.Mover]: the store's rule, as one-rule Limits.
+func (t *Table) Limits() admit.Limits {
 	l, _ := admit.NewLimits(t.rule) // the store's rule is valid
 	return l
 }
 
-// SetHooks implements [keyed.Store].
-func (t *Store) SetHooks(h *keyed.Hooks) { t.hooks.Store(h) }
+// SetHooks implements [keyed.Mover].
+func (t *Table) SetHooks(h *keyed.Hooks) { t.hooks.Store(h) }
 
 // adopt calls the hooks' Adopt for key if the store has an Adopt hook and
 // does not hold key, before any lock of the store's own (Adopt may Put key
@@ -46,7 +46,7 @@ func (t *Store) SetHooks(h *keyed.Hooks) { t.hooks.Store(h) }
 // without the lock, as a lock-free call reads it: a key that goes missing
 // just after is adopted by no one here, and is met by Keep under the mutex
 // with 0, which a move still to bring the key here refuses.
-func (t *Store) adopt(sh *shard, rk recKey, key string) keyed.Epoch {
+func (t *Table) adopt(sh *shard, rk recKey, key string) keyed.Epoch {
 	h := t.hooks.Load()
 	if h == nil || h.Adopt == nil {
 		return 0
@@ -63,15 +63,15 @@ func (t *Store) adopt(sh *shard, rk recKey, key string) keyed.Epoch {
 // not hold (true without hooks, or without a Keep hook, or without a
 // Redirect to send a refused call to); adopted is what the call's adopt
 // returned. It requires the key's shard's mutex.
-func (t *Store) keep(key string, adopted keyed.Epoch) bool {
+func (t *Table) keep(key string, adopted keyed.Epoch) bool {
 	h := t.hooks.Load()
 	return h == nil || h.Keep == nil || h.Redirect == nil || h.Keep(key, adopted)
 }
 
-// Decide implements [keyed.Store]: AllowN, with the index 0 of the one
+// Decide implements [keyed.Mover]: AllowN, with the index 0 of the one
 // rule, or moved true, with nothing decided, for a call the hooks' Keep
 // refused.
-func (t *Store) Decide(key string, n int) (d admit.Decision, which int, moved bool) {
+func (t *Table) Decide(key string, n int) (d admit.Decision, which int, moved bool) {
 	v, moved := t.decideKey(key, n)
 	if moved {
 		return d, 0, true
@@ -84,7 +84,7 @@ func (t *Store) Decide(key string, n int) (d admit.Decision, which int, moved bo
 // the hooks' Redirect. Should the hooks have been removed since, the store
 // decides the call itself, as any call without hooks; should they have
 // come back meanwhile and refused it again, it asks them again.
-func (t *Store) redirect(key string, n int) admit.Decision {
+func (t *Table) redirect(key string, n int) admit.Decision {
 	for {
 		if h := t.hooks.Load(); h != nil && h.Redirect != nil {
 			d, _ := h.Redirect(key, n)
@@ -102,7 +102,7 @@ func (t *Store) redirect(key string, n int) admit.Decision {
 // that admitted it holds no record of it); a denial refuses the
 // reservation with the denial's RetryAfter as its Delay, so that
 // admit.WaitKeyN sleeps that long and asks again, as it polls a window.
-func (t *Store) reserveElsewhere(key string, n int) (admit.Reservation, bool) {
+func (t *Table) reserveElsewhere(key string, n int) (admit.Reservation, bool) {
 	d := t.redirect(key, n)
 	if d.Allowed {
 		return reservation.New(0, n, 0), true
@@ -110,13 +110,13 @@ func (t *Store) reserveElsewhere(key string, n int) (admit.Reservation, bool) {
 	return reservation.New(d.RetryAfter, n, 0), false
 }
 
-// Take implements [keyed.Store]. Under the key's shard's mutex it
+// Take implements [keyed.Mover]. Under the key's shard's mutex it
 // freezes the slot's word to the tombstone (for a held slot, whose word
 // only the mutex's holder changes, it reads the record's state and deletes
 // the record, with any hold), uncounts the key as an eviction does (but
 // counts no eviction: Stats leaves moved keys out), and writes the state to
 // into[0].
-func (t *Store) Take(key string, into []kernel.PartState) bool {
+func (t *Table) Take(key string, into []kernel.PartState) bool {
 	sh, rk := t.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -157,14 +157,14 @@ func (t *Store) Take(key string, into []kernel.PartState) bool {
 	return true
 }
 
-// Put implements [keyed.Store]. from[0] must be a state of the store's
+// Put implements [keyed.Mover]. from[0] must be a state of the store's
 // rule, as kernel.Convert writes (a count may be past the Limit: the word
 // keeps it up to its room, see kernel.FixedWindowWord). A token
 // bucket's state past the packed word's horizon is stored held, as the slow
 // path stores it. The key is counted against WithMaxKeys after a sweep and
 // the full-store policy, and beyond the bound if they make no room: a
 // carried state is never dropped.
-func (t *Store) Put(key string, from []kernel.PartState) bool {
+func (t *Table) Put(key string, from []kernel.PartState) bool {
 	w, fits := t.pack(&from[0])
 	sh, rk := t.locate(key)
 	sh.mu.Lock()
@@ -189,7 +189,7 @@ func (t *Store) Put(key string, from []kernel.PartState) bool {
 // false for a token bucket's state past the word's horizon. A window with
 // nothing counted is the zero word, a fresh key's (its packing with index
 // bits could be a sentinel).
-func (t *Store) pack(s *kernel.PartState) (w uint64, fits bool) {
+func (t *Table) pack(s *kernel.PartState) (w uint64, fits bool) {
 	switch t.alg {
 	case algTB:
 		return t.tb.Pack(s.TB())
@@ -208,11 +208,11 @@ func (t *Store) pack(s *kernel.PartState) (w uint64, fits bool) {
 	}
 }
 
-// Keys implements [keyed.Store]. It copies each shard's keys under the
+// Keys implements [keyed.Mover]. It copies each shard's keys under the
 // shard's mutex and calls yield with them after releasing it, so yield may
 // call the store (Take a key, say). A store of hashed keys keeps no keys to
 // give and returns false at once.
-func (t *Store) Keys(yield func(key string) bool) bool {
+func (t *Table) Keys(yield func(key string) bool) bool {
 	if t.hashed {
 		return false
 	}

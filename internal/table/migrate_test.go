@@ -20,7 +20,7 @@ import (
 	"github.com/admit-go/admit/internal/table"
 )
 
-// The table as a keyed.Store: keys taken from one table and put into
+// The table as a keyed.Mover: keys taken from one table and put into
 // another keep every decision, a call racing the move is neither lost nor
 // counted twice, a key the hooks refuse goes to Redirect, and Keys lists
 // every key.
@@ -36,11 +36,11 @@ var migrateRules = []admit.Rule{
 	{Algorithm: admit.SlidingCounter, Limit: 7, Window: time.Second},
 }
 
-// mstore returns the table for rule over clk as a keyed.Store.
-func mstore(t require.TestingT, rule admit.Rule, clk clock.Clock, opts ...admit.Option) (admit.Store, keyed.Store) {
+// mstore returns the table for rule over clk as a keyed.Mover.
+func mstore(t require.TestingT, rule admit.Rule, clk clock.Clock, opts ...admit.Option) (admit.Store, keyed.Mover) {
 	l := newTable(t, rule, clk, opts...)
-	m, ok := l.(keyed.Store)
-	require.True(t, ok, "%T is no keyed.Store", l)
+	m, ok := l.(keyed.Mover)
+	require.True(t, ok, "%T is no keyed.Mover", l)
 	return l, m
 }
 
@@ -56,7 +56,7 @@ func TestTakePutRoundTrip(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
 				clk := clock.NewFake()
 				var stores [2]admit.Store
-				var ms [2]keyed.Store
+				var ms [2]keyed.Mover
 				for i := range stores {
 					stores[i], ms[i] = mstore(rt, rule, clk, admit.WithShards(2))
 				}

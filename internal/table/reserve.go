@@ -21,14 +21,14 @@ import (
 // stale lock-free call could find first) only if it took tokens.
 
 // reserver is the table of a token bucket.
-type reserver struct{ *Store }
+type reserver struct{ *Table }
 
 // ReserveN implements [admit.Store]. On a key the table does not
 // hold it honours the hooks as a call does (Adopt before the shard's mutex,
 // Keep under it); a key Keep refuses is decided by Redirect, the mutex
 // released (reserveElsewhere).
 func (r reserver) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
-	t := r.Store
+	t := r.Table
 	sh, rk := t.locate(key)
 	adopted := t.adopt(sh, rk, key)
 	res, ok, kept := r.reserve(sh, rk, key, adopted, n, maxWait)
@@ -42,7 +42,7 @@ func (r reserver) ReserveN(key string, n int, maxWait time.Duration) (admit.Rese
 // returned. kept is false, with nothing reserved, when the key is missing
 // and the hooks' Keep refuses it.
 func (r reserver) reserve(sh *shard, rk recKey, key string, adopted keyed.Epoch, n int, maxWait time.Duration) (res admit.Reservation, ok, kept bool) {
-	t := r.Store
+	t := r.Table
 	now := t.clock.Now()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -81,7 +81,7 @@ func (r reserver) reserve(sh *shard, rk recKey, key string, adopted keyed.Epoch,
 // is given back. The reading is clamped to the floor, which can only make
 // the kernel refuse.
 func (r reserver) CancelReservation(key string, res admit.Reservation) bool {
-	t := r.Store
+	t := r.Table
 	now := t.clock.Now()
 	sh, rk := t.locate(key)
 	sh.mu.Lock()

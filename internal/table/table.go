@@ -88,9 +88,9 @@ type recKey struct {
 	long        string
 }
 
-// Store is the table store. It is immutable after New except for its
+// Table is the table store. It is immutable after New except for its
 // shards and its counters (keys).
-type Store struct {
+type Table struct {
 	alg    uint8
 	hashed bool
 	stride uint // log2 of a slot's words: 1 with hashed keys, 2 with full keys
@@ -129,7 +129,7 @@ type Store struct {
 // (a reserver) hands out reservations ahead.
 func New(rule admit.Rule, set plumb.Settings) admit.Store {
 	n := set.ShardCount()
-	t := &Store{
+	t := &Table{
 		hashed:  set.HashedKeys,
 		stride:  2,
 		shift:   uint(64 - bits.TrailingZeros(uint(n))),
@@ -169,11 +169,11 @@ func New(rule admit.Rule, set plumb.Settings) admit.Store {
 }
 
 // Rule implements [admit.Store].
-func (t *Store) Rule() admit.Rule { return t.rule }
+func (t *Table) Rule() admit.Rule { return t.rule }
 
 // now reads the clock, the system clock without a dynamic call (see
 // clockref.Ref).
-func (t *Store) now() time.Duration {
+func (t *Table) now() time.Duration {
 	if t.clock.Sys {
 		return clock.System().Now()
 	}
@@ -188,12 +188,12 @@ func (t *Store) now() time.Duration {
 // path) counted since the store was built. It takes each shard's mutex in
 // turn, as Len does, and is meant for a metrics scrape; the lock-free path
 // of a stored key counts nothing.
-func (t *Store) Stats() admit.StoreStats {
+func (t *Table) Stats() admit.StoreStats {
 	return t.keys.Stats(t.Len(), t.maxKeys)
 }
 
 // Len implements [admit.Store].
-func (t *Store) Len() int {
+func (t *Table) Len() int {
 	total := 0
 	for i := range t.shards {
 		sh := &t.shards[i]

@@ -23,7 +23,7 @@ import (
 // with the tag admittest) goes to decideAt with the same reading and hash,
 // which decides on what it loads again.
 func (r reserver) Allow(key string) (d admit.Decision) {
-	t := r.Store
+	t := r.Table
 	var now time.Duration
 	if t.clock.Sys {
 		now = clock.System().Now() // devirtualized: see clockref.Ref
