@@ -1,6 +1,8 @@
 package keyed
 
 import (
+	"sync/atomic"
+
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/kernel"
 )
@@ -105,4 +107,45 @@ type Hooks struct {
 	// Delay is the denial's RetryAfter. A store whose hooks have Keep but
 	// no Redirect keeps every key, as it has nowhere to send a call.
 	Redirect func(key string, n int) (admit.Decision, int)
+}
+
+// HookPoint is where a store keeps its owner's Hooks, with the store's side
+// of their rules, written once for every container: SetHooks, whether a
+// missing key may be inserted ([Hooks.Keeps]) and how a refused call to
+// the store's own methods is decided (Redirect). The zero HookPoint has
+// no hooks. A store reads it only on the path of a key it does not hold.
+type HookPoint struct{ p atomic.Pointer[Hooks] }
+
+// SetHooks is [Mover]'s: it installs h (nil removes them).
+func (hp *HookPoint) SetHooks(h *Hooks) { hp.p.Store(h) }
+
+// Load returns the hooks, nil if none.
+func (hp *HookPoint) Load() *Hooks { return hp.p.Load() }
+
+// Keeps reports whether the hooks h (nil: none) let a store insert key,
+// which it does not hold, for a call whose Adopt returned adopted: true
+// without hooks, without a Keep, or without a Redirect to send a refused
+// call to; Keep's answer otherwise. A store asks it under the key's lock,
+// right before it would insert the key, for every call on a missing key,
+// probes and denials included (a key that moved has its state elsewhere,
+// and a probe here would report a fresh one).
+func (h *Hooks) Keeps(key string, adopted Epoch) bool {
+	return h == nil || h.Keep == nil || h.Redirect == nil || h.Keep(key, adopted)
+}
+
+// Redirect decides n requests for key, a call to a store's own methods
+// (AllowN, AllowNWhich, ReserveN) that Keep refused, with the hooks'
+// Redirect. Should the hooks have been removed since, the store decides
+// the call itself (decide, its Decide), as any call without hooks; should
+// they have come back meanwhile and refused it again (moved), it asks them
+// again.
+func (hp *HookPoint) Redirect(key string, n int, decide func() (d admit.Decision, which int, moved bool)) (admit.Decision, int) {
+	for {
+		if h := hp.p.Load(); h != nil && h.Redirect != nil {
+			return h.Redirect(key, n)
+		}
+		if d, which, moved := decide(); !moved {
+			return d, which
+		}
+	}
 }

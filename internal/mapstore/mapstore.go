@@ -152,7 +152,7 @@ type store[KT comparable, S any] struct {
 
 	// hooks are a keyed.Mover's hooks (SetHooks, migrate.go), nil until
 	// set. Only the path of a key a shard does not hold reads them.
-	hooks atomic.Pointer[keyed.Hooks]
+	hooks keyed.HookPoint
 
 	// pause, when set (by tests only), is called once, by the first call to
 	// reach it after it has read the clock and before it takes its shard's

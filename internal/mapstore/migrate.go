@@ -56,7 +56,7 @@ func oneRule(r admit.Rule) admit.Limits {
 }
 
 // SetHooks implements [keyed.Mover].
-func (l *store[KT, S]) SetHooks(h *keyed.Hooks) { l.hooks.Store(h) }
+func (l *store[KT, S]) SetHooks(h *keyed.Hooks) { l.hooks.SetHooks(h) }
 
 // locate returns the map key and the hash of key.
 func (l *store[KT, S]) locate(key string) (KT, uint64) {
@@ -227,28 +227,18 @@ func (l *store[KT, S]) missing(sh *shard[KT, S], key string, mk KT, now time.Dur
 }
 
 // redirect decides n requests for key, whose map key is mk and whose hash
-// is h, which the hooks' Keep refused, with the hooks' Redirect. Should the
-// hooks have been removed since, the store decides the call itself, as any
-// call without hooks; should they have come back meanwhile and refused it
-// again, it asks them again.
+// is h, which the hooks' Keep refused (keyed.HookPoint.Redirect).
 func (l *store[KT, S]) redirect(key string, mk KT, h uint64, n int) (admit.Decision, int) {
-	for {
-		if hk := l.hooks.Load(); hk != nil && hk.Redirect != nil {
-			return hk.Redirect(key, n)
-		}
-		if d, which, moved := l.decideKey(key, mk, h, n); !moved {
-			return d, which
-		}
-	}
+	return l.hooks.Redirect(key, n, func() (admit.Decision, int, bool) { return l.decideKey(key, mk, h, n) })
 }
 
 // consult runs the hooks hk for a call on key, whose map key mk sh does not
 // hold. If hk has an Adopt, it releases sh.mu, calls Adopt, takes sh.mu
 // again and returns the key's state if Adopt put it here. Then, for a key
-// still missing, if Keep, asked with the Epoch that this Adopt returned,
-// refuses it (Keep and Redirect both set: a Keep without a Redirect has
-// nowhere to send the call), consult releases sh.mu and returns redirect
-// true: the caller decides the call with hk.Redirect.
+// still missing, if the hooks do not keep it (keyed.Hooks.Keeps, asked
+// with the Epoch that this Adopt returned), consult releases sh.mu and
+// returns redirect true: the caller reports the call moved or decides it
+// with hk.Redirect.
 // Otherwise it returns nil and false, sh.mu held: the caller inserts the
 // key as usual. The call's reading, taken before, stays its reading: it is
 // stale by the time Adopt took, as any reading is by the time its call
@@ -265,7 +255,7 @@ func (l *store[KT, S]) consult(sh *shard[KT, S], hk *keyed.Hooks, key string, mk
 			return s, false
 		}
 	}
-	if hk.Keep != nil && hk.Redirect != nil && !hk.Keep(key, adopted) {
+	if !hk.Keeps(key, adopted) {
 		sh.mu.Unlock()
 		return nil, true
 	}
@@ -283,8 +273,5 @@ func (l *store[KT, S]) consult(sh *shard[KT, S], hk *keyed.Hooks, key string, mk
 // reaches the key's new store.
 func reserveElsewhere(hk *keyed.Hooks, key string, n int) (admit.Reservation, bool) {
 	d, _ := hk.Redirect(key, n)
-	if d.Allowed {
-		return reservation.New(0, n, 0), true
-	}
-	return reservation.New(d.RetryAfter, n, 0), false
+	return reservation.Now(d.Allowed, d.RetryAfter, n)
 }

@@ -37,7 +37,7 @@ func (t *Table) Limits() admit.Limits {
 }
 
 // SetHooks implements [keyed.Mover].
-func (t *Table) SetHooks(h *keyed.Hooks) { t.hooks.Store(h) }
+func (t *Table) SetHooks(h *keyed.Hooks) { t.hooks.SetHooks(h) }
 
 // adopt calls the hooks' Adopt for key if the store has an Adopt hook and
 // does not hold key, before any lock of the store's own (Adopt may Put key
@@ -60,12 +60,10 @@ func (t *Table) adopt(sh *shard, rk recKey, key string) keyed.Epoch {
 }
 
 // keep reports whether the hooks let the store insert key, which it does
-// not hold (true without hooks, or without a Keep hook, or without a
-// Redirect to send a refused call to); adopted is what the call's adopt
-// returned. It requires the key's shard's mutex.
+// not hold (keyed.Hooks.Keeps); adopted is what the call's adopt returned.
+// It requires the key's shard's mutex.
 func (t *Table) keep(key string, adopted keyed.Epoch) bool {
-	h := t.hooks.Load()
-	return h == nil || h.Keep == nil || h.Redirect == nil || h.Keep(key, adopted)
+	return t.hooks.Load().Keeps(key, adopted)
 }
 
 // Decide implements [keyed.Mover]: AllowN, with the index 0 of the one
@@ -80,20 +78,11 @@ func (t *Table) Decide(key string, n int) (d admit.Decision, which int, moved bo
 	return d, 0, false
 }
 
-// redirect decides n requests for key, which the hooks' Keep refused, with
-// the hooks' Redirect. Should the hooks have been removed since, the store
-// decides the call itself, as any call without hooks; should they have
-// come back meanwhile and refused it again, it asks them again.
+// redirect decides n requests for key, which the hooks' Keep refused
+// (keyed.HookPoint.Redirect).
 func (t *Table) redirect(key string, n int) admit.Decision {
-	for {
-		if h := t.hooks.Load(); h != nil && h.Redirect != nil {
-			d, _ := h.Redirect(key, n)
-			return d
-		}
-		if v, moved := t.decideKey(key, n); !moved {
-			return v.Decision(t.limit)
-		}
-	}
+	d, _ := t.hooks.Redirect(key, n, func() (admit.Decision, int, bool) { return t.Decide(key, n) })
+	return d
 }
 
 // reserveElsewhere is ReserveN for a key the hooks' Keep refused: the
@@ -104,10 +93,7 @@ func (t *Table) redirect(key string, n int) admit.Decision {
 // admit.WaitKeyN sleeps that long and asks again, as it polls a window.
 func (t *Table) reserveElsewhere(key string, n int) (admit.Reservation, bool) {
 	d := t.redirect(key, n)
-	if d.Allowed {
-		return reservation.New(0, n, 0), true
-	}
-	return reservation.New(d.RetryAfter, n, 0), false
+	return reservation.Now(d.Allowed, d.RetryAfter, n)
 }
 
 // Take implements [keyed.Mover]. Under the key's shard's mutex it

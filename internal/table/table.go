@@ -121,7 +121,7 @@ type Table struct {
 
 	// hooks are the keyed.Hooks of the store's owner (nil: none), read
 	// only on the paths of a key the table does not hold (see migrate.go).
-	hooks atomic.Pointer[keyed.Hooks]
+	hooks keyed.HookPoint
 }
 
 // New returns the table store for rule, which must pack (Packs), with the
