@@ -128,6 +128,9 @@ func (s *Service) newAPILimiter(g *group, api string, lim admit.KeyedLimiter, wh
 		return a // a LimiterFactory's limiter converts its keys itself (target.go)
 	}
 	a.mig = m
+	if a.obs == nil {
+		a.fast = m
+	}
 	keep := func(user string, adopted keyed.Epoch) bool { return s.keep(a, user, adopted) }
 	// A call to the limiter's own methods that Keep refused (the Service
 	// calls Decide, which reports it moved instead) is decided as a Check

@@ -115,9 +115,13 @@ func (a *apiLimiter) release(r observe.Releaser) {
 // common case, is counted on the shortest path: no clock read, no index of
 // the binding rule. A call the limiter refused (moved) is not counted: it
 // is decided again under the newer book.
-func (a *apiLimiter) allowN(sc Scope, user string, n int) (admit.Decision, bool) {
+func (a *apiLimiter) allowN(sc Scope, user string, n int) (d admit.Decision, moved bool) {
+	if m := a.fast; m != nil { // decideN, written out: it does not inline
+		d, _, moved = m.Decide(user, n)
+		return d, moved
+	}
 	if a.obs == nil {
-		return a.decideN(user, n)
+		return a.lim.AllowN(user, n), false // a limiter whose keys do not move
 	}
 	in := a.insts[sc].Load() // instrument, written out: it does not inline
 	if in == nil {
@@ -127,7 +131,11 @@ func (a *apiLimiter) allowN(sc Scope, user string, n int) (admit.Decision, bool)
 		d, _, moved := a.timed(in, user, n, false)
 		return d, moved
 	}
-	d, moved := a.decideN(user, n)
+	if a.mig != nil { // decideN, written out
+		d, _, moved = a.mig.Decide(user, n)
+	} else {
+		d = a.lim.AllowN(user, n)
+	}
 	if in.in != nil && !moved { // count, written out: it does not inline
 		o := observe.Denied
 		if d.Allowed {

@@ -113,6 +113,7 @@ type apiLimiter struct {
 	g     *group  // the group the limiter belongs to, for its limits
 	api   string  // the API the limiter serves
 	mig   keyed.Mover
+	fast  keyed.Mover     // mig when the Service has no observer, else nil: allowN's one test on its common path
 	hooks [2]*keyed.Hooks // mig's hooks: Keep and Redirect; with Adopt too (carry.go)
 	use   atomic.Uint32   // unused, used or sealed: whether mig may hold a pair (carry.go, mark)
 

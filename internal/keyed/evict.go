@@ -193,6 +193,49 @@ func (c *Counter) Stats(keys int, max int64) admit.StoreStats {
 	}
 }
 
+// Bound is admit.WithMaxKeys' rule for one store, written once for every
+// container: the bound (0: none) and the Counter of the store's keys, which
+// counts keys only when there is a bound; its evictions and full-store
+// denials it counts always (Stats). A store calls Room before it stores a
+// new key, Left when keys leave it (evicted, reset or taken), Beyond when a
+// Reload's Put stores a key whatever the bound, and MakeRoom (with the
+// Counter and Max) when Room fails. The zero Bound has no bound.
+type Bound struct {
+	Counter
+	max int64 // written once, before the store is shared
+}
+
+// Init sets the bound: max keys, 0 for none.
+func (b *Bound) Init(max int) { b.max = int64(max) }
+
+// Max returns the bound, 0 for none.
+func (b *Bound) Max() int64 { return b.max }
+
+// Room counts one more key and reports true if the store has room for it:
+// always without a bound.
+func (b *Bound) Room() bool { return b.max <= 0 || b.Reserve(b.max) }
+
+// Left uncounts n keys that left the store: evicted (after Evicted counts
+// them), reset, or taken by a Reload.
+func (b *Bound) Left(n int) {
+	if b.max > 0 {
+		b.Release(n)
+	}
+}
+
+// Beyond counts one key that a Reload's Put stored whatever the bound (a
+// carried state is never dropped for want of room): later insertions find
+// the store full until evictions bring the count down.
+func (b *Bound) Beyond() {
+	if b.max > 0 {
+		b.Release(-1)
+	}
+}
+
+// Stats returns the statistics of the store, which holds keys keys now (its
+// Len), as Counter.Stats does.
+func (b *Bound) Stats(keys int) admit.StoreStats { return b.Counter.Stats(keys, b.max) }
+
 // MakeRoom is the full-store policy, for a new key that would pass in a
 // store holding its maximum of keys. It evicts the idle keys among up to
 // FullScan keys, those of own first, then those of up to FullShards other

@@ -126,18 +126,20 @@ func (l *compFullKeys[S]) Limits() admit.Limits { return l.composite().Limits() 
 func (l *compFullKeys[S]) Allow(key string) admit.Decision { return l.AllowN(key, 1) }
 
 func (l *compFullKeys[S]) AllowN(key string, n int) admit.Decision {
-	d, _ := l.allow(key, key, maphash.String(l.seed, key), n)
+	d, _ := l.allow(key, key, maphash.String(l.seed, key), n, nil)
 	return d
 }
 
 // AllowNWhich implements [admit.CompositeStore].
 func (l *compFullKeys[S]) AllowNWhich(key string, n int) (admit.Decision, int) {
-	return l.allow(key, key, maphash.String(l.seed, key), n)
+	return l.allow(key, key, maphash.String(l.seed, key), n, nil)
 }
 
 // Decide implements [keyed.Mover].
 func (l *compFullKeys[S]) Decide(key string, n int) (admit.Decision, int, bool) {
-	return l.decideKey(key, key, maphash.String(l.seed, key), n)
+	var moved bool
+	d, which := l.allow(key, key, maphash.String(l.seed, key), n, &moved)
+	return d, which, moved
 }
 
 // Reset forgets key's state (see store.reset).
@@ -150,20 +152,22 @@ func (l *compHashedKeys[S]) Allow(key string) admit.Decision { return l.AllowN(k
 
 func (l *compHashedKeys[S]) AllowN(key string, n int) admit.Decision {
 	h := maphash.String(l.seed, key)
-	d, _ := l.allow(key, h, h, n)
+	d, _ := l.allow(key, h, h, n, nil)
 	return d
 }
 
 // AllowNWhich implements [admit.CompositeStore].
 func (l *compHashedKeys[S]) AllowNWhich(key string, n int) (admit.Decision, int) {
 	h := maphash.String(l.seed, key)
-	return l.allow(key, h, h, n)
+	return l.allow(key, h, h, n, nil)
 }
 
 // Decide implements [keyed.Mover].
 func (l *compHashedKeys[S]) Decide(key string, n int) (admit.Decision, int, bool) {
 	h := maphash.String(l.seed, key)
-	return l.decideKey(key, h, h, n)
+	var moved bool
+	d, which := l.allow(key, h, h, n, &moved)
+	return d, which, moved
 }
 
 // Reset forgets key's state (see store.reset).

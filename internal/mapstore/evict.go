@@ -25,9 +25,7 @@ func (l *store[KT, S]) evicted(sh *shard[KT, S], at time.Duration, n int) {
 	}
 	sh.floor = max(sh.floor, at)
 	l.keys.Evicted(n)
-	if l.maxKeys > 0 {
-		l.keys.Release(n)
-	}
+	l.keys.Left(n)
 	if sh.peak >= keyed.RebuildMin && len(sh.m) <= sh.peak/4 {
 		// A Go map never gives back the buckets of deleted keys: copy the
 		// survivors into a map of their own size.
@@ -43,7 +41,7 @@ func (l *store[KT, S]) evicted(sh *shard[KT, S], at time.Duration, n int) {
 // makeRoom applies the full-store policy (keyed.MakeRoom) for a new key of
 // own, whose lock the caller holds; it only TryLocks the other shards.
 func (l *store[KT, S]) makeRoom(own *shard[KT, S], now time.Duration) (time.Duration, bool) {
-	return keyed.MakeRoom(&l.keys, l.maxKeys, l.shards, own, now, l.horizon,
+	return keyed.MakeRoom(&l.keys.Counter, l.keys.Max(), l.shards, own, now, l.horizon,
 		func(sh *shard[KT, S], isOwn bool, at time.Duration, limit int, soonest *time.Duration) (int, int) {
 			if !isOwn {
 				if !sh.mu.TryLock() {
@@ -138,7 +136,5 @@ func (l *store[KT, S]) reset(mk KT, h uint64) {
 		return
 	}
 	sh.drop(mk, s) // deletes by the caller's key: a deletion stores no key
-	if l.maxKeys > 0 {
-		l.keys.Release(1)
-	}
+	l.keys.Left(1)
 }

@@ -144,11 +144,10 @@ type store[KT comparable, S any] struct {
 	shift   uint          // a hash's shard is hash >> shift (64 for one shard: 0)
 	limit   int           // the rule's Limit; a composite's smallest
 	least   int           // the index of the first rule whose Limit is limit
-	maxKeys int64         // WithMaxKeys, or 0 for no bound
 	horizon time.Duration // the longest a state can take to become fresh
 	clone   func(KT) KT   // our own copy of a caller's map key; nil for hashes
 	shards  []shard[KT, S]
-	keys    keyed.Counter // keys stored (when maxKeys > 0), Stats' counts, makeRoom's cursor
+	keys    keyed.Bound // WithMaxKeys: keys stored (when bounded), Stats' counts, makeRoom's cursor
 
 	// hooks are a keyed.Mover's hooks (SetHooks, migrate.go), nil until
 	// set. Only the path of a key a shard does not hold reads them.
@@ -168,7 +167,7 @@ func (l *store[KT, S]) init(kern any, rule admit.Rule, set plumb.Settings, clone
 	l.seed = maphash.MakeSeed()
 	l.shift = uint(64 - bits.TrailingZeros(uint(n)))
 	l.limit = rule.Limit
-	l.maxKeys = int64(set.MaxKeys)
+	l.keys.Init(set.MaxKeys)
 	l.horizon = keyed.Horizon(rule)
 	l.clone = clone
 	l.shards = make([]shard[KT, S], n)
@@ -188,13 +187,15 @@ func (l *fullKeys[S]) Allow(key string) admit.Decision { return l.AllowN(key, 1)
 func (l *fullKeys[S]) Rule() admit.Rule { return l.rule }
 
 func (l *fullKeys[S]) AllowN(key string, n int) admit.Decision {
-	d, _ := l.allow(key, key, maphash.String(l.seed, key), n)
+	d, _ := l.allow(key, key, maphash.String(l.seed, key), n, nil)
 	return d
 }
 
 // Decide implements [keyed.Mover].
 func (l *fullKeys[S]) Decide(key string, n int) (admit.Decision, int, bool) {
-	return l.decideKey(key, key, maphash.String(l.seed, key), n)
+	var moved bool
+	d, which := l.allow(key, key, maphash.String(l.seed, key), n, &moved)
+	return d, which, moved
 }
 
 // Reset forgets key's state (see store.reset).
@@ -212,14 +213,16 @@ func (l *hashedKeys[S]) Rule() admit.Rule { return l.rule }
 
 func (l *hashedKeys[S]) AllowN(key string, n int) admit.Decision {
 	h := maphash.String(l.seed, key)
-	d, _ := l.allow(key, h, h, n)
+	d, _ := l.allow(key, h, h, n, nil)
 	return d
 }
 
 // Decide implements [keyed.Mover].
 func (l *hashedKeys[S]) Decide(key string, n int) (admit.Decision, int, bool) {
 	h := maphash.String(l.seed, key)
-	return l.decideKey(key, h, h, n)
+	var moved bool
+	d, which := l.allow(key, h, h, n, &moved)
+	return d, which, moved
 }
 
 // Reset forgets key's state (see store.reset).
@@ -230,31 +233,25 @@ func (l *hashedKeys[S]) Reset(key string) {
 
 // allow decides a request for n on key, whose map key is mk and whose hash
 // is h, and returns the decision and the index of the rule that bound it
-// (decideWhich): decideKey's, or Redirect's for a call the hooks' Keep
-// refused (migrate.go).
-func (l *store[KT, S]) allow(key string, mk KT, h uint64, n int) (admit.Decision, int) {
-	d, which, moved := l.decideKey(key, mk, h, n)
-	if moved {
-		return l.redirect(key, mk, h, n)
-	}
-	return d, which
-}
-
-// decideKey is allow on this store alone: moved is true, with nothing
-// decided, for a call the hooks' Keep refused. The whole of it, from lookup
-// to eviction, runs under the shard's lock, so no other call can see or
-// evict the state in between; a key the shard does not hold takes the path
-// of missing, which may release the lock to consult the hooks (migrate.go).
-func (l *store[KT, S]) decideKey(key string, mk KT, h uint64, n int) (d admit.Decision, which int, moved bool) {
+// (decideWhich). The whole of it, from lookup to eviction, runs under the
+// shard's lock, so no other call can see or evict the state in between; a
+// key the shard does not hold takes the path of missing, which may release
+// the lock to consult the hooks (migrate.go). A call the hooks' Keep refused
+// is decided by their Redirect when moved is nil (the store's own methods),
+// or reported in *moved, with nothing decided (Decide, the hooks' owner's
+// way in). One body for both: a wrapper around it would be one more call on
+// every decision, since a generic method's shape instance does not inline
+// it.
+func (l *store[KT, S]) allow(key string, mk KT, h uint64, n int, moved *bool) (admit.Decision, int) {
 	now := l.clock.Now() // read outside the lock; see shard.floor for stale readings
 	l.paused()
 	sh := &l.shards[h>>l.shift]
 	sh.mu.Lock()
 	s := sh.m[mk]
 	if s == nil {
-		return l.missing(sh, key, mk, now, n) // releases sh.mu
+		return l.missing(sh, key, mk, h, now, n, moved) // releases sh.mu
 	}
-	d, which = l.decideWhich(s, now, n) // in place: the map is not written
+	d, which := l.decideWhich(s, now, n) // in place: the map is not written
 	if len(sh.holds.M) != 0 {
 		l.showHold(sh, s, now)
 	}
@@ -262,7 +259,7 @@ func (l *store[KT, S]) decideKey(key string, mk KT, h uint64, n int) (d admit.De
 		l.showCompositeHold(sh, s, now)
 	}
 	sh.mu.Unlock()
-	return d, which, false
+	return d, which
 }
 
 // paused calls the stress harness's hook (a no-op in a normal build), then
@@ -302,7 +299,7 @@ func (l *store[KT, S]) add(sh *shard[KT, S], mk KT, s S, now time.Duration) (sto
 	if len(sh.m) >= keyed.SweepMinLen {
 		l.sweep(sh, now, keyed.SweepBatch)
 	}
-	if l.maxKeys > 0 && !l.reserve() {
+	if !l.keys.Room() {
 		if wait, ok := l.makeRoom(sh, now); !ok {
 			l.keys.Denied()
 			return nil, wait
@@ -316,11 +313,6 @@ func (l *store[KT, S]) add(sh *shard[KT, S], mk KT, s S, now time.Duration) (sto
 	sh.m[mk] = stored // the only write of a key, and with our copy
 	sh.peak = max(sh.peak, len(sh.m))
 	return stored, 0
-}
-
-// reserve counts one more key if the store has room for it.
-func (l *store[KT, S]) reserve() bool {
-	return l.keys.Reserve(l.maxKeys)
 }
 
 // Len implements [admit.Store].
@@ -340,5 +332,5 @@ func (l *store[KT, S]) Len() int {
 // store was built. It takes each shard's lock in turn, as Len does, and is
 // meant for a metrics scrape; the calls on stored keys count nothing.
 func (l *store[KT, S]) Stats() admit.StoreStats {
-	return l.keys.Stats(l.Len(), l.maxKeys)
+	return l.keys.Stats(l.Len())
 }

@@ -87,9 +87,7 @@ func (l *store[KT, S]) Take(key string, into []kernel.PartState) bool {
 	}
 	l.export(s, into)
 	sh.drop(mk, s)
-	if l.maxKeys > 0 {
-		l.keys.Release(1)
-	}
+	l.keys.Left(1)
 	return true
 }
 
@@ -108,9 +106,7 @@ func (l *store[KT, S]) Put(key string, from []kernel.PartState) bool {
 	if sh.m[mk] != nil {
 		return false
 	}
-	if l.maxKeys > 0 {
-		l.keys.Release(-1) // counted unconditionally, beyond the bound if need be
-	}
+	l.keys.Beyond() // counted unconditionally, beyond the bound if need be
 	if l.clone != nil {
 		mk = l.clone(mk) // our own copy: the caller may reuse the key's memory
 	}
@@ -199,15 +195,19 @@ func (l *store[KT, S]) imported(from []kernel.PartState) *S {
 // missing decides a request for n on key, whose map key mk sh does not
 // hold: through the hooks if the store has any, else as a new key
 // (insert). It requires that sh.mu is held, and releases it. It holds
-// the whole path of a missing key, so that decideKey's path for a stored
-// key reads no hook. moved is true, with nothing decided, for a call the
-// hooks' Keep refused: the caller redirects it (redirect), or reports it
-// moved (Decide).
-func (l *store[KT, S]) missing(sh *shard[KT, S], key string, mk KT, now time.Duration, n int) (d admit.Decision, which int, moved bool) {
+// the whole path of a missing key, so that allow's path for a stored key
+// reads no hook. A call the hooks' Keep refused is redirected (redirect)
+// when moved is nil, or reported in *moved, with nothing decided (see
+// allow); h is the key's hash.
+func (l *store[KT, S]) missing(sh *shard[KT, S], key string, mk KT, h uint64, now time.Duration, n int, moved *bool) (admit.Decision, int) {
 	if hk := l.hooks.Load(); hk != nil {
 		s, redirect := l.consult(sh, hk, key, mk)
-		if redirect {
-			return d, 0, true // sh.mu released
+		if redirect { // sh.mu released
+			if moved != nil {
+				*moved = true
+				return admit.Decision{}, 0
+			}
+			return l.redirect(key, mk, h, n)
 		}
 		if s != nil { // Adopt put the key here
 			d, which := l.decideWhich(s, now, n)
@@ -218,18 +218,22 @@ func (l *store[KT, S]) missing(sh *shard[KT, S], key string, mk KT, now time.Dur
 				l.showCompositeHold(sh, s, now)
 			}
 			sh.mu.Unlock()
-			return d, which, false
+			return d, which
 		}
 	}
-	d, which = l.insert(sh, mk, now, n)
+	d, which := l.insert(sh, mk, now, n)
 	sh.mu.Unlock()
-	return d, which, false
+	return d, which
 }
 
 // redirect decides n requests for key, whose map key is mk and whose hash
 // is h, which the hooks' Keep refused (keyed.HookPoint.Redirect).
 func (l *store[KT, S]) redirect(key string, mk KT, h uint64, n int) (admit.Decision, int) {
-	return l.hooks.Redirect(key, n, func() (admit.Decision, int, bool) { return l.decideKey(key, mk, h, n) })
+	return l.hooks.Redirect(key, n, func() (admit.Decision, int, bool) {
+		var moved bool
+		d, which := l.allow(key, mk, h, n, &moved)
+		return d, which, moved
+	})
 }
 
 // consult runs the hooks hk for a call on key, whose map key mk sh does not

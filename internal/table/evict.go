@@ -114,9 +114,7 @@ func (t *Table) evicted(sh *shard, n int) {
 // the slots, is paid for by the removals since the table was built). It
 // requires sh.mu.
 func (t *Table) removed(sh *shard, n int) {
-	if t.maxKeys > 0 {
-		t.keys.Release(n)
-	}
+	t.keys.Left(n)
 	if tb := sh.tab.Load(); tb.n > minSlots && uint64(tb.live) < tb.n/8 {
 		t.rebuild(sh, tb, size(tb.live))
 	}
@@ -125,7 +123,7 @@ func (t *Table) removed(sh *shard, n int) {
 // makeRoom applies the full-store policy (keyed.MakeRoom) for a new key of
 // own, whose mutex the caller holds; it only TryLocks the other shards.
 func (t *Table) makeRoom(own *shard, now time.Duration) (time.Duration, bool) {
-	return keyed.MakeRoom(&t.keys, t.maxKeys, t.shards, own, now, t.horizon,
+	return keyed.MakeRoom(&t.keys.Counter, t.keys.Max(), t.shards, own, now, t.horizon,
 		func(sh *shard, isOwn bool, at time.Duration, limit int, soonest *time.Duration) (int, int) {
 			if !isOwn {
 				if !sh.mu.TryLock() {

@@ -108,7 +108,7 @@ func (t *Table) add(sh *shard, now time.Duration) (wait time.Duration, ok bool) 
 	if tb := sh.tab.Load(); tb != nil && tb.live >= keyed.SweepMinLen {
 		t.sweep(sh, now, keyed.Reading(now), keyed.SweepBatch, nil)
 	}
-	if t.maxKeys > 0 && !t.keys.Reserve(t.maxKeys) {
+	if !t.keys.Room() {
 		if wait, ok := t.makeRoom(sh, now); !ok {
 			return wait, false
 		}

@@ -160,7 +160,7 @@ func (t *Table) Put(key string, from []kernel.PartState) bool {
 		return false
 	}
 	if _, room := t.add(sh, max(t.now(), sh.floor)); !room {
-		t.keys.Release(-1) // counted beyond the bound
+		t.keys.Beyond()
 	}
 	at := spot{tb, i, ok}
 	if !fits {

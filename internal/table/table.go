@@ -110,10 +110,9 @@ type Table struct {
 	clock   clockref.Ref
 	seed    maphash.Seed
 	mix     [3]uint64 // the seeds of mixKey, random per store
-	maxKeys int64
 	horizon time.Duration
 	shards  []shard
-	keys    keyed.Counter // keys stored (when maxKeys > 0), Stats' counts, makeRoom's cursor
+	keys    keyed.Bound // WithMaxKeys: keys stored (when bounded), Stats' counts, makeRoom's cursor
 
 	// pause is the tests' pause point (pause_on.go), in builds with the tag
 	// admittest only; in a normal build it is empty and never read.
@@ -138,11 +137,11 @@ func New(rule admit.Rule, set plumb.Settings) admit.Store {
 		clock:   clockref.New(set.Clock),
 		seed:    maphash.MakeSeed(),
 		mix:     [3]uint64{rand.Uint64(), rand.Uint64(), rand.Uint64() | 1},
-		maxKeys: int64(set.MaxKeys),
 		horizon: keyed.Horizon(rule),
 		shards:  make([]shard, n),
 	}
 	t.sbits = 64 - t.shift
+	t.keys.Init(set.MaxKeys)
 	if t.hashed {
 		t.stride = 1
 	}
@@ -189,7 +188,7 @@ func (t *Table) now() time.Duration {
 // turn, as Len does, and is meant for a metrics scrape; the lock-free path
 // of a stored key counts nothing.
 func (t *Table) Stats() admit.StoreStats {
-	return t.keys.Stats(t.Len(), t.maxKeys)
+	return t.keys.Stats(t.Len())
 }
 
 // Len implements [admit.Store].
