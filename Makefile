@@ -105,7 +105,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzJSONLexer$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./policy/
 
 ## mutate: mutation testing with gremlins (pinned in tools/mutate/run.sh) of
-## internal/kernel, the root package, atomic, internal/evict, locked and
+## internal/kernel, the root package, atomic, internal/keyed, locked and
 ## sharded, each against its own tests in short mode: the mutants killed and
 ## alive per package, and the survivors by file and line. About half an hour
 ## on 2 cores; not part of make test. docs/stress.md, "Mutation testing",

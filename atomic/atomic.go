@@ -67,7 +67,9 @@ func NewLimiter(rule admit.Rule, opts ...admit.Option) (admit.Limiter, error) {
 	}
 	switch rule.Algorithm {
 	case admit.TokenBucket:
-		return &TokenBucket{k: *newTBKernel(kernel.NewTokenBucket(rule), 1), clock: clockref.New(set.Clock), rule: rule}, nil
+		l := &TokenBucket{clock: clockref.New(set.Clock), rule: rule}
+		l.k.init(kernel.NewTokenBucket(rule))
+		return l, nil
 	case admit.FixedWindow:
 		return &FixedWindow{codec: newFWCodec(rule), clock: clockref.New(set.Clock), rule: rule}, nil
 	default:

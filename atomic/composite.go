@@ -6,9 +6,9 @@ import (
 	"unsafe"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/keyed"
 )
 
 // This file is the lock-free composite (admit.Limits): every part's state
@@ -28,7 +28,7 @@ import (
 //
 // A composite of token buckets also hands out reservations, and keeps the
 // hold of the latest one that may still be cancelled (kernel.CompositeHold)
-// by the protocol of package internal/held, written here for a composite's
+// by the held protocol of package internal/keyed, written here for a composite's
 // state (composite_hold.go): the cell is held, its value a sentinel, and
 // its state and hold live in a record under a striped mutex. A pair whose
 // token bucket's state leaves its word's horizon is held the same way,
@@ -170,7 +170,7 @@ func compDecide(k *compKernel, c compCell, ptr unsafe.Pointer, now time.Duration
 		old := c.load()
 		if old == k.heldVal {
 			v, which, o := compDecideHeld(k, c, ptr, now, n)
-			if o == held.Decided {
+			if o == keyed.Decided {
 				return v, which
 			}
 			continue // released meanwhile: load it again

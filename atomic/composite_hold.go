@@ -6,20 +6,18 @@ import (
 	"unsafe"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/evict"
-	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/layout"
+	"github.com/admit-go/admit/internal/keyed"
 )
 
-// This file is package internal/held's protocol for a composite's cells:
+// This file is package internal/keyed's held protocol for a composite's cells:
 // how a composite of token buckets keeps the hold (kernel.CompositeHold) of
 // a reservation that may still be cancelled, and how a pair keeps a state
 // that does not fit its words (a token bucket's past its word's horizon).
 // While it has either, a cell is held: its value is the held value, and its
 // parts' states and its hold live in a record (compRec) in the map of the
-// cell's stripe, under the stripe's mutex. The package doc of internal/held
+// cell's stripe, under the stripe's mutex. The held protocol of internal/keyed
 // gives the protocol's invariants and why a hold cannot live beside the
 // value; each function below is the one of held with the same name, for a
 // composite's states, and is called on a cell of stripe st with st.mu held.
@@ -57,8 +55,8 @@ type compHolds struct {
 // compStripe is a mutex and the records of the held cells that map to it.
 type compStripe struct {
 	mu sync.Mutex
-	m  evict.Map[unsafe.Pointer, *compRec] // guarded by mu
-	_  [layout.CacheLinePad - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(evict.Map[int, int]{})]byte
+	m  keyed.Map[unsafe.Pointer, *compRec] // guarded by mu
+	_  [keyed.CacheLinePad - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(keyed.Map[int, int]{})]byte
 }
 
 func (t *compHolds) init(n int) {
@@ -74,21 +72,21 @@ func (t *compHolds) lock(c unsafe.Pointer) *compStripe {
 	return st
 }
 
-// compDecideHeld is held.Decide: it decides a request for n at reading now
+// compDecideHeld is keyed.Decide: it decides a request for n at reading now
 // on the record of the held cell c, shows the hold the reading and releases
 // c if the hold is no longer live and the state fits. If c is no longer
-// held, nothing is decided and the Outcome is held.Released. Linearization
+// held, nothing is decided and the HoldResult is keyed.Released. Linearization
 // point: the critical section.
-func compDecideHeld(k *compKernel, c compCell, ptr unsafe.Pointer, now time.Duration, n int) (v kernel.Verdict, which int, o held.Outcome) {
+func compDecideHeld(k *compKernel, c compCell, ptr unsafe.Pointer, now time.Duration, n int) (v kernel.Verdict, which int, o keyed.HoldResult) {
 	st := k.holds.lock(ptr)
 	defer st.mu.Unlock()
 	if c.load() != k.heldVal {
-		return v, 0, held.Released
+		return v, 0, keyed.Released
 	}
 	rec := st.m.M[ptr]
 	v, which = k.Decide(rec.parts[:k.n], now, n)
 	compKeep(k, c, st, ptr, rec, now)
-	return v, which, held.Decided
+	return v, which, keyed.Decided
 }
 
 // compKeep is held's keep: it shows rec's hold the reading now, drops the
@@ -128,11 +126,11 @@ func compHold(k *compKernel, c compCell, st *compStripe, ptr unsafe.Pointer, old
 	return true
 }
 
-// compSpill is held.Spill: it publishes s, decided on the value old and
+// compSpill is keyed.Spill: it publishes s, decided on the value old and
 // past what c's value can hold, by holding c with a record of s and no
 // hold; it reports false if the value moved meanwhile (the caller decides
 // again). Its linearization point is the CAS to the held value; see
-// held.Spill for why the value is checked again under the mutex first.
+// keyed.Spill for why the value is checked again under the mutex first.
 func compSpill(k *compKernel, c compCell, ptr unsafe.Pointer, old compVal, s []kernel.PartState) bool {
 	st := k.holds.lock(ptr)
 	defer st.mu.Unlock()
@@ -144,7 +142,7 @@ func compSpill(k *compKernel, c compCell, ptr unsafe.Pointer, old compVal, s []k
 	return compHold(k, c, st, ptr, old, rec)
 }
 
-// compReserve is held.Reserve: kernel.Composite.ReserveHold on the cell c,
+// compReserve is keyed.Reserve: kernel.Composite.ReserveHold on the cell c,
 // held or not, under its stripe's mutex.
 func compReserve(k *compKernel, c compCell, ptr unsafe.Pointer, now time.Duration, n int, maxWait time.Duration) (d time.Duration, ok bool, ticket uint64) {
 	st := k.holds.lock(ptr)
@@ -185,7 +183,7 @@ func compReserve(k *compKernel, c compCell, ptr unsafe.Pointer, now time.Duratio
 	}
 }
 
-// compCancel is held.Cancel: kernel.Composite.CancelHold on the held cell
+// compCancel is keyed.Cancel: kernel.Composite.CancelHold on the held cell
 // c, under its stripe's mutex. It succeeds only on a held cell whose hold
 // has the ticket, and releases the cell when the hold is used or no longer
 // live.

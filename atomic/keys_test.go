@@ -9,7 +9,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
-	"github.com/admit-go/admit/internal/evict"
+	"github.com/admit-go/admit/internal/keyed"
 )
 
 // TestSlidingCounterSnapshot: a sliding counter whose limit does not pack
@@ -43,7 +43,7 @@ func TestSlidingCounterSnapshot(t *testing.T) {
 
 		// Both windows must roll out, and the sweep judges at its reading
 		// minus the slack: 2h + slack after the admissions, not 1ns sooner.
-		fake.Advance(2*rule.Window + evict.Slack - 1)
+		fake.Advance(2*rule.Window + keyed.Slack - 1)
 		assert.Zero(t, store.Sweep(), "%v: a key whose counts have not rolled out is not evicted", rule)
 		assert.Equal(t, 2, store.Len())
 		fake.Advance(1)

@@ -7,8 +7,8 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
-	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/keyed"
 )
 
 // Tests that kill mutants `make mutate` found alive; the survivors no test
@@ -102,7 +102,7 @@ func TestSweepAndHolds(t *testing.T) {
 	if d := lim.AllowN("k", 2); d.Allowed {
 		t.Fatalf("AllowN(2) at 2s admitted on a bucket that owes a token: %+v", d)
 	}
-	fake.Set(3*time.Second + evict.Slack) // the bucket is full at 3s
+	fake.Set(3*time.Second + keyed.Slack) // the bucket is full at 3s
 	if n := store.Sweep(); n != 1 || store.Len() != 0 {
 		t.Errorf("Sweep at 3s+slack evicted %d keys, leaving %d; want 1, leaving 0", n, store.Len())
 	}
@@ -131,7 +131,7 @@ func TestSpilledSweep(t *testing.T) {
 	if d := lim.Allow("k"); d.Allowed != true || d.Remaining != 4998 {
 		t.Fatalf("Allow half a window on = %+v, want admitted with 4998 left", d)
 	}
-	fake.Set(t0 + 2*time.Second + evict.Slack)
+	fake.Set(t0 + 2*time.Second + keyed.Slack)
 	if n := store.Sweep(); n != 1 || store.Len() != 0 {
 		t.Errorf("Sweep of a full spilled bucket evicted %d keys, leaving %d; want 1, leaving 0", n, store.Len())
 	}

@@ -3,14 +3,13 @@ package atomic
 import (
 	satomic "sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/clockref"
-	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/internal/plumb"
 )
 
@@ -36,7 +35,7 @@ import (
 // and TestSpillReservations race and replay the spill.
 //
 // The word 2 is the held value (see hold.go), and the word 1 the tombstone
-// of internal/held's protocol, which only a store's eviction writes, so a
+// of internal/keyed's held protocol, which only a store's eviction writes, so a
 // single-key bucket never meets it. Pack never returns either: with L' = 1,
 // every TAT the kernel writes is a reading clamped to at least -(2^62-1)
 // ns, plus at least one nanosecond of cost; with L' > 1 every packed value
@@ -55,23 +54,23 @@ const (
 
 func (c *tbCell) Load() uint64 { return c.w.Load() }
 
-func (c *tbCell) State(k *tbKernel, w uint64) (kernel.TokenBucketState, bool, bool) {
+func (c *tbCell) State(k *kernel.TokenBucket, w uint64) (kernel.TokenBucketState, bool, bool) {
 	return k.Unpack(w), w == tbHeld, w == tbTombstone
 }
 
-func (c *tbCell) Fits(k *tbKernel, s kernel.TokenBucketState) bool {
+func (c *tbCell) Fits(k *kernel.TokenBucket, s kernel.TokenBucketState) bool {
 	_, ok := k.Pack(s)
 	return ok
 }
 
-func (c *tbCell) CAS(k *tbKernel, old uint64, s kernel.TokenBucketState) bool {
+func (c *tbCell) CAS(k *kernel.TokenBucket, old uint64, s kernel.TokenBucketState) bool {
 	w, _ := k.Pack(s) // the caller checked that s fits
 	return c.w.CompareAndSwap(old, w)
 }
 
 func (c *tbCell) CASHeld(old uint64) bool { return c.w.CompareAndSwap(old, tbHeld) }
 
-func (c *tbCell) Release(k *tbKernel, s kernel.TokenBucketState) bool {
+func (c *tbCell) Release(k *kernel.TokenBucket, s kernel.TokenBucketState) bool {
 	w, ok := k.Pack(s)
 	if ok {
 		c.w.Store(w)
@@ -99,7 +98,7 @@ func (c *tbCell) Bury() { c.w.Store(tbTombstone) }
 // reading of now needs no clamp here: the kernel charges the debt the bucket
 // has at that reading, which is never less than at a later one, and the TAT
 // it publishes never moves backwards.
-func (c *tbCell) try(k *tbKernel, now time.Duration, n int, old uint64) (v kernel.Verdict, done bool) {
+func (c *tbCell) try(k *packedKernel, now time.Duration, n int, old uint64) (v kernel.Verdict, done bool) {
 	s := k.Unpack(old)
 	before := s
 	v = k.Decide(&s, now, n)
@@ -108,7 +107,7 @@ func (c *tbCell) try(k *tbKernel, now time.Duration, n int, old uint64) (v kerne
 	}
 	w, ok := k.Pack(s)
 	if !ok {
-		return v, spill(k, c, unsafe.Pointer(c), old, s)
+		return v, k.spill(c, old, s)
 	}
 	hook.Between(hook.BeforeCAS)
 	return v, c.w.CompareAndSwap(old, w)
@@ -116,11 +115,11 @@ func (c *tbCell) try(k *tbKernel, now time.Duration, n int, old uint64) (v kerne
 
 // decide is the single-key bucket's CAS loop (see try); a held bucket is
 // decided under its hold's mutex (hold.go).
-func (c *tbCell) decide(k *tbKernel, now time.Duration, n int) kernel.Verdict {
+func (c *tbCell) decide(k *packedKernel, now time.Duration, n int) kernel.Verdict {
 	for {
 		old := c.w.Load()
 		if old == tbHeld {
-			if v, o := decideHeld(k, c, unsafe.Pointer(c), now, n); o == held.Decided {
+			if v, o := k.decideHeld(c, now, n); o == keyed.Decided {
 				return v
 			}
 			continue
@@ -137,7 +136,7 @@ func (c *tbCell) decide(k *tbKernel, now time.Duration, n int) kernel.Verdict {
 // goroutine that loaded it may read it without synchronisation, and pointer
 // identity rules out ABA (a snapshot's address is not reused while anyone
 // holds it). tbSnapTombstone, a snapshot no cell ever publishes, is the
-// tombstone of internal/held's protocol, which a single key never meets.
+// tombstone of internal/keyed's held protocol, which a single key never meets.
 type tbSnapCell struct {
 	p satomic.Pointer[kernel.TokenBucketState]
 }
@@ -151,7 +150,7 @@ var (
 
 func (c *tbSnapCell) Load() *kernel.TokenBucketState { return c.p.Load() }
 
-func (c *tbSnapCell) State(_ *tbKernel, p *kernel.TokenBucketState) (s kernel.TokenBucketState, held, tomb bool) {
+func (c *tbSnapCell) State(_ *kernel.TokenBucket, p *kernel.TokenBucketState) (s kernel.TokenBucketState, held, tomb bool) {
 	switch p {
 	case nil:
 		return s, false, false
@@ -163,9 +162,9 @@ func (c *tbSnapCell) State(_ *tbKernel, p *kernel.TokenBucketState) (s kernel.To
 	return *p, false, false
 }
 
-func (c *tbSnapCell) Fits(*tbKernel, kernel.TokenBucketState) bool { return true }
+func (c *tbSnapCell) Fits(*kernel.TokenBucket, kernel.TokenBucketState) bool { return true }
 
-func (c *tbSnapCell) CAS(_ *tbKernel, old *kernel.TokenBucketState, s kernel.TokenBucketState) bool {
+func (c *tbSnapCell) CAS(_ *kernel.TokenBucket, old *kernel.TokenBucketState, s kernel.TokenBucketState) bool {
 	return c.p.CompareAndSwap(old, &s)
 }
 
@@ -173,7 +172,7 @@ func (c *tbSnapCell) CASHeld(old *kernel.TokenBucketState) bool {
 	return c.p.CompareAndSwap(old, tbSnapHeld)
 }
 
-func (c *tbSnapCell) Release(_ *tbKernel, s kernel.TokenBucketState) bool {
+func (c *tbSnapCell) Release(_ *kernel.TokenBucket, s kernel.TokenBucketState) bool {
 	c.p.Store(&s)
 	return true
 }
@@ -185,13 +184,13 @@ func (c *tbSnapCell) Bury() { c.p.Store(tbSnapTombstone) }
 // allocated once per call, on the first admission attempt, and reused
 // across retries. A held bucket is decided under its hold's mutex
 // (hold.go).
-func (c *tbSnapCell) decide(k *tbKernel, now time.Duration, n int) (v kernel.Verdict) {
+func (c *tbSnapCell) decide(k *snapKernel, now time.Duration, n int) (v kernel.Verdict) {
 	var next *kernel.TokenBucketState
 	for {
 		cur := c.p.Load()
 		if cur == tbSnapHeld {
-			v, o := decideHeld(k, c, unsafe.Pointer(c), now, n)
-			if o == held.Decided {
+			v, o := k.decideHeld(c, now, n)
+			if o == keyed.Decided {
 				return v
 			}
 			continue
@@ -231,7 +230,7 @@ func (c *tbSnapCell) decide(k *tbKernel, now time.Duration, n int) (v kernel.Ver
 // for concurrent use.
 type TokenBucket struct {
 	c     tbCell
-	k     tbKernel
+	k     packedKernel
 	clock clockref.Ref
 	rule  admit.Rule
 }
@@ -246,7 +245,9 @@ func NewTokenBucket(rule admit.Rule, opts ...admit.Option) (*TokenBucket, error)
 	if err != nil {
 		return nil, err
 	}
-	return &TokenBucket{k: *newTBKernel(&k, 1), clock: clockref.New(set.Clock), rule: rule}, nil
+	l := &TokenBucket{clock: clockref.New(set.Clock), rule: rule}
+	l.k.init(&k)
+	return l, nil
 }
 
 // Allow is AllowN(1).
@@ -305,7 +306,7 @@ func (l *TokenBucket) AllowN(n int) (d admit.Decision) {
 // [NewTokenBucketSnapshot]; it is safe for concurrent use.
 type TokenBucketSnapshot struct {
 	c     tbSnapCell
-	k     tbKernel
+	k     snapKernel
 	clock clockref.Ref
 	rule  admit.Rule
 }
@@ -320,7 +321,9 @@ func NewTokenBucketSnapshot(rule admit.Rule, opts ...admit.Option) (*TokenBucket
 	if err != nil {
 		return nil, err
 	}
-	return &TokenBucketSnapshot{k: *newTBKernel(&k, 1), clock: clockref.New(set.Clock), rule: rule}, nil
+	l := &TokenBucketSnapshot{clock: clockref.New(set.Clock), rule: rule}
+	l.k.init(&k)
+	return l, nil
 }
 
 // Allow is AllowN(1).

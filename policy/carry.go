@@ -7,21 +7,25 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 )
 
 // How a Reload carries the state of the pairs whose limits change
-// (docs/design.md, "How a key moves", has the protocol; internal/migrate the
+// (docs/design.md, "How a key moves", has the protocol; internal/keyed the
 // store's side of it). A Service's limiters are shared, one per (limits,
 // API) keyed by user, so a limiter can hold pairs whose limits change beside
 // pairs whose limits do not: keys move one by one, never a whole limiter.
 //
-// Every limiter that is a migrate.Store has, for its life, a Keep hook (may
+// Every limiter that is a keyed.Mover has, for its life, a Keep hook (may
 // the pair be stored here afresh: does it resolve to this limiter in the
 // current snapshot, and is no move still to bring its state here? see keep)
-// and a Redirect hook (movedAway: decide the call again, through the
-// current snapshot), which it consults only when it would insert a key it
-// does not hold. A Reload carrying state:
+// and a Redirect hook (decide the call again, through the current
+// snapshot), which it consults only when it would insert a key it does not
+// hold. The Service itself decides through the limiter's Decide, which
+// reports a call Keep refused as moved, deciding nothing, and decides it
+// again under its current snapshot; Redirect is for a caller of the
+// limiter's own AllowN (one that kept it from its factory). A Reload
+// carrying state:
 //
 //  1. compiles the new snapshot, reusing the limiters of unchanged limits,
 //     and refuses (canCarry) if a pair whose limits change is kept, on
@@ -42,22 +46,12 @@ import (
 // was published either decided before the Take (its admission is in the
 // state carried) or finds its key missing, is refused by Keep (the pair
 // resolves elsewhere now) and is decided again under the new limits
-// (movedAway): no admission is lost or counted twice. A call that a Reload
+// (moved): no admission is lost or counted twice. A call that a Reload
 // sent to a limiter and that finds its pair missing there only after a
 // later Reload has published a snapshot that sends the pair back is refused
 // too, unless its own Adopt settled the pair under that later Reload (Keep
 // is given Adopt's Epoch): it is decided again, and adopts the pair first,
 // so that the later Reload's move never finds the pair stored afresh.
-
-// movedAway is the decision of the Redirect hook: a denial with a negative
-// Limit, which no limiter's decision has. The limiter returns it for the
-// call it refused, deciding nothing, and CheckN and CheckNWhich, seeing it,
-// decide the call again under the current book, so that the decision and
-// the limits CheckNWhich reports are those of one book. (A limiter a
-// Service built is called by the Service only; a caller that kept one from
-// its factory and calls it directly would get this denial for the users
-// that moved.)
-var movedAway = admit.Decision{Limit: -1}
 
 // ReloadOption configures one [Service.Reload]. Build it with [WithCarry];
 // an invalid one makes Reload return an error wrapping
@@ -106,7 +100,7 @@ func WithCarry(c Carry) ReloadOption {
 // their keys. All limiters of one Limits are built by one factory with the
 // same options, so the first one built speaks for all.
 type protocol struct {
-	store bool   // migrate.Store: Take and Put
+	store bool   // keyed.Mover: Take and Put
 	lists bool   // and Keys lists its keys (not hashed keys)
 	typ   string // the limiter's type, for errors
 }
@@ -114,7 +108,7 @@ type protocol struct {
 // protocolOf returns what lim, a new and empty limiter, offers.
 func protocolOf(lim admit.KeyedLimiter) protocol {
 	p := protocol{typ: fmt.Sprintf("%T", lim)}
-	if m, ok := lim.(migrate.Store); ok {
+	if m, ok := lim.(keyed.Mover); ok {
 		p.store = true
 		p.lists = m.Keys(func(string) bool { return false })
 	}
@@ -122,22 +116,31 @@ func protocolOf(lim admit.KeyedLimiter) protocol {
 }
 
 // newAPILimiter boxes lim, the limiter of g's limits for api, and gives it
-// its hooks if it is a migrate.Store: Keep and Redirect for its life, and
+// its hooks if it is a keyed.Mover: Keep and Redirect for its life, and
 // Adopt too while a Reload's keys are moving (a limiter built during the
 // window keeps its Adopt after it, which then finds no Reload and returns).
 // A limiter of a LimiterFactory gets no hooks, whatever its type: the
 // Service moves none of its keys.
 func (s *Service) newAPILimiter(g *group, api string, lim admit.KeyedLimiter, which whicher) *apiLimiter {
 	a := &apiLimiter{lim: lim, which: which, g: g, api: api, obs: s.obs}
-	m, ok := lim.(migrate.Store)
+	m, ok := lim.(keyed.Mover)
 	if !ok || s.build.target != nil {
 		return a // a LimiterFactory's limiter converts its keys itself (target.go)
 	}
 	a.mig = m
-	keep := func(user string, adopted migrate.Epoch) bool { return s.keep(a, user, adopted) }
-	redirect := func(string, int) (admit.Decision, int) { return movedAway, 0 }
-	a.hooks[0] = &migrate.Hooks{Keep: keep, Redirect: redirect}
-	a.hooks[1] = &migrate.Hooks{Adopt: func(user string) migrate.Epoch { return s.adopt(a, user) }, Keep: keep, Redirect: redirect}
+	if a.obs == nil {
+		a.fast = m
+	}
+	keep := func(user string, adopted keyed.Epoch) bool { return s.keep(a, user, adopted) }
+	// A call to the limiter's own methods that Keep refused (the Service
+	// calls Decide, which reports it moved instead) is decided as a Check
+	// of the pair now would decide it.
+	redirect := func(user string, n int) (admit.Decision, int) {
+		d, _, i := s.CheckNWhich(user, a.api, n)
+		return d, i
+	}
+	a.hooks[0] = &keyed.Hooks{Keep: keep, Redirect: redirect}
+	a.hooks[1] = &keyed.Hooks{Adopt: func(user string) keyed.Epoch { return s.adopt(a, user) }, Keep: keep, Redirect: redirect}
 	a.setHooks(s.moving.Load() != nil)
 	return a
 }
@@ -183,7 +186,7 @@ func (s *snapshot) groupOf(user, api string) *group {
 type migration struct {
 	old, new *snapshot
 	carry    Carry
-	epoch    migrate.Epoch
+	epoch    keyed.Epoch
 }
 
 // carry publishes snap, which replaces old, and moves the keys of the pairs
@@ -278,7 +281,7 @@ func (s *Service) close(mv *migration) {
 //
 // A pair let in marks the limiter used (mark), unless a Reload has sealed
 // it: then keep refuses every pair until that Reload publishes.
-func (s *Service) keep(a *apiLimiter, user string, adopted migrate.Epoch) bool {
+func (s *Service) keep(a *apiLimiter, user string, adopted keyed.Epoch) bool {
 	snap := s.cur.Load()
 	if snap.groupOf(user, a.api) != a.g {
 		return false
@@ -333,7 +336,7 @@ func (a *apiLimiter) seal() bool { return a.use.CompareAndSwap(unused, sealed) }
 // in no old limiter), and 0 if it settled nothing. It runs before a takes
 // any mutex of its own. It acts only once the Reload has published its
 // snapshot, after which the old limiter refuses to store the pair again.
-func (s *Service) adopt(a *apiLimiter, user string) migrate.Epoch {
+func (s *Service) adopt(a *apiLimiter, user string) keyed.Epoch {
 	mv := s.cur.Load().mig
 	if mv == nil || s.moving.Load() != mv || mv.new.groupOf(user, a.api) != a.g {
 		return 0

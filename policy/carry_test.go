@@ -15,6 +15,7 @@ import (
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/locked"
 	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/sharded"
 )
 
 // The tests of Reload carrying state (WithCarry): the strategies' numbers,
@@ -284,6 +285,54 @@ func TestReloadRacingCall(t *testing.T) {
 	assert.Zero(t, which)
 	assert.Zero(t, old.Len(), "the old limiter keeps nothing")
 	assert.Equal(t, 12, remaining(s, "u", "/x"))
+}
+
+// TestMovedPairDirectCall: a limiter a Service built, called directly (a
+// factory's caller may keep it), on a pair that a Reload moved to other
+// limits, decides the call as a Check of the pair would, under the current
+// book: a decision of the new limits, with the admission counted there
+// once, never a marker the Service alone could read (a Limit of -1). So
+// does its AllowNWhich, and its ReserveN reserves under the new limits.
+func TestMovedPairDirectCall(t *testing.T) {
+	factories := []struct {
+		name string
+		new  func(admit.Rule, ...admit.Option) (admit.Store, error)
+	}{
+		{"atomic", admitatomic.New},
+		{"sharded", sharded.New},
+		{"locked", locked.New},
+	}
+	for _, fc := range factories {
+		var built []admit.Store
+		f := func(r admit.Rule, opts ...admit.Option) (admit.Store, error) {
+			l, err := fc.new(r, opts...)
+			built = append(built, l)
+			return l, err
+		}
+		fake := clock.NewFake()
+		s := service(t, parse(t, "default = token-bucket,1000,1h\napi./x = fixed-window,10,1m\n"), admit.WithClock(fake), policy.WithFactory(f))
+		spendN(t, s, "u", "/x", 7)
+		var old admit.Store
+		for _, l := range built {
+			if l.Rule().Limit == 10 && l.Len() == 1 {
+				old = l
+			}
+		}
+		require.NotNil(t, old, fc.name)
+		require.NoError(t, s.Reload(parse(t, "default = token-bucket,1000,1h\napi./x = fixed-window,20,1m\n")), fc.name)
+		require.Equal(t, 13, remaining(s, "u", "/x"), "%s: 7 of 10 spent, carried to 20", fc.name)
+
+		d := old.AllowN("u", 1)
+		assert.Equal(t, admit.Decision{Allowed: true, Limit: 20, Remaining: 12, ResetAfter: time.Minute}, d, "%s: the old limiter's AllowN on the moved pair", fc.name)
+		d, which := old.AllowNWhich("u", 1)
+		assert.Equal(t, admit.Decision{Allowed: true, Limit: 20, Remaining: 11, ResetAfter: time.Minute}, d, "%s: the old limiter's AllowNWhich on the moved pair", fc.name)
+		assert.Zero(t, which, fc.name)
+		res, ok := old.ReserveN("u", 1, time.Second)
+		assert.True(t, ok, "%s: the old limiter's ReserveN on the moved pair", fc.name)
+		assert.Zero(t, res.Delay, fc.name)
+		assert.Zero(t, old.Len(), "%s: the old limiter stores nothing", fc.name)
+		assert.Equal(t, 10, remaining(s, "u", "/x"), "%s: each direct call counted once, under the new limits", fc.name)
+	}
 }
 
 // hidden is a keyed limiter that hides every method of the one it wraps

@@ -31,26 +31,28 @@ func (s *Service) Check(user, api string) admit.Decision { return s.CheckN(user,
 // Window of the rule (of the composite's rule with the longest Window), and
 // the next request tries again.
 func (s *Service) CheckN(user, api string, n int) admit.Decision {
-	snap := s.cur.Load()
-	var d admit.Decision
-	if g := snap.users[user]; g != nil {
-		d = g.allowN(User, api, user, n)
-	} else if a := snap.apis[api]; a != nil {
-		d = a.allowN(API, user, n)
-	} else {
-		d = snap.def.allowN(Default, api, user, n)
-	}
-	if d.Limit < 0 {
+	for {
+		snap := s.cur.Load()
+		var d admit.Decision
+		var moved bool
+		if g := snap.users[user]; g != nil {
+			d, moved = g.allowN(User, api, user, n)
+		} else if a := snap.apis[api]; a != nil {
+			d, moved = a.allowN(API, user, n)
+		} else {
+			d, moved = snap.def.allowN(Default, api, user, n)
+		}
+		if !moved {
+			return d
+		}
 		// The pair's key moved to other limits in a Reload that came after
 		// snap was loaded, and the limiter decided nothing (refused, see
 		// carry.go): the call is decided under the current book.
 		s.refused(snap)
-		return s.CheckN(user, api, n)
 	}
-	return d
 }
 
-// refused is the pause of a call that a limiter refused (movedAway) before
+// refused is the pause of a call that a limiter refused (moved) before
 // it is decided again: none if a newer snapshot is published, else a
 // yield, as a Reload that sealed the limiter (carry.go, mark) is about to
 // publish one. Only refused calls pay it.
@@ -68,25 +70,27 @@ func (s *Service) refused(snap *snapshot) {
 // call races a Reload (a call that finds its pair moved by a Reload is
 // decided, and described, under the newer book).
 func (s *Service) CheckNWhich(user, api string, n int) (admit.Decision, admit.Limits, int) {
-	snap := s.cur.Load()
-	var d admit.Decision
-	var l admit.Limits
-	var i int
-	if g := snap.users[user]; g != nil {
-		d, i = g.allowNWhich(User, api, user, n)
-		l = g.limits
-	} else if a := snap.apis[api]; a != nil {
-		d, i = a.allowNWhichObserved(API, user, n)
-		l = a.g.limits
-	} else {
-		d, i = snap.def.allowNWhich(Default, api, user, n)
-		l = snap.def.limits
-	}
-	if d.Limit < 0 {
+	for {
+		snap := s.cur.Load()
+		var d admit.Decision
+		var l admit.Limits
+		var i int
+		var moved bool
+		if g := snap.users[user]; g != nil {
+			d, i, moved = g.allowNWhich(User, api, user, n)
+			l = g.limits
+		} else if a := snap.apis[api]; a != nil {
+			d, i, moved = a.allowNWhichObserved(API, user, n)
+			l = a.g.limits
+		} else {
+			d, i, moved = snap.def.allowNWhich(Default, api, user, n)
+			l = snap.def.limits
+		}
+		if !moved {
+			return d, l, i
+		}
 		s.refused(snap) // as in CheckN
-		return s.CheckNWhich(user, api, n)
 	}
-	return d, l, i
 }
 
 // Reset forgets the state of the pair (user, api) under the limits the
@@ -145,13 +149,29 @@ func (g *group) built(api string) admit.KeyedLimiter {
 	return nil
 }
 
-// allowNWhich is lim.AllowNWhich for a composite, and AllowN and index 0 for
-// one rule.
-func (a *apiLimiter) allowNWhich(user string, n int) (admit.Decision, int) {
-	if a.which != nil {
-		return a.which.AllowNWhich(user, n)
+// decideN is the limiter's decision on n requests for user: mig.Decide's
+// for a limiter whose keys move, which reports moved true, deciding
+// nothing, for a pair a Reload moved away (carry.go); lim.AllowN
+// otherwise.
+func (a *apiLimiter) decideN(user string, n int) (d admit.Decision, moved bool) {
+	if a.mig != nil {
+		d, _, moved = a.mig.Decide(user, n)
+		return d, moved
 	}
-	return a.lim.AllowN(user, n), 0
+	return a.lim.AllowN(user, n), false
+}
+
+// allowNWhich is decideN with the index of the rule that bound:
+// lim.AllowNWhich for a composite, index 0 for one rule.
+func (a *apiLimiter) allowNWhich(user string, n int) (admit.Decision, int, bool) {
+	if a.mig != nil {
+		return a.mig.Decide(user, n)
+	}
+	if a.which != nil {
+		d, i := a.which.AllowNWhich(user, n)
+		return d, i, false
+	}
+	return a.lim.AllowN(user, n), 0, false
 }
 
 // limiter returns the group's limiter for api, building it on first use. Two
@@ -176,17 +196,18 @@ func (g *group) limiter(api string) (*apiLimiter, error) {
 }
 
 // allowN is the hot path for a pair of the group: a lookup and the limiter's
-// AllowN, without allocating once the API's limiter exists.
-func (g *group) allowN(sc Scope, api, user string, n int) admit.Decision {
+// decision, without allocating once the API's limiter exists. moved is
+// decideN's.
+func (g *group) allowN(sc Scope, api, user string, n int) (admit.Decision, bool) {
 	if v, ok := g.byAPI.Load(api); ok {
 		return v.(*apiLimiter).allowN(sc, user, n)
 	}
-	d, _ := g.allowNSlow(sc, api, user, n)
-	return d
+	d, _, moved := g.allowNSlow(sc, api, user, n)
+	return d, moved
 }
 
 // allowNWhich is allowN with the index of the rule that bound.
-func (g *group) allowNWhich(sc Scope, api, user string, n int) (admit.Decision, int) {
+func (g *group) allowNWhich(sc Scope, api, user string, n int) (admit.Decision, int, bool) {
 	if v, ok := g.byAPI.Load(api); ok {
 		return v.(*apiLimiter).allowNWhichObserved(sc, user, n)
 	}
@@ -194,12 +215,13 @@ func (g *group) allowNWhich(sc Scope, api, user string, n int) (admit.Decision, 
 }
 
 // allowNSlow builds the API's limiter, outlined so that allowN stays small.
-func (g *group) allowNSlow(sc Scope, api, user string, n int) (admit.Decision, int) {
+func (g *group) allowNSlow(sc Scope, api, user string, n int) (admit.Decision, int, bool) {
 	a, err := g.limiter(api)
 	if err != nil {
 		// The factory built these limits' limiters at start-up and fails
 		// now: fail closed, and try again on the next request.
-		return g.failClosed()
+		d, i := g.failClosed()
+		return d, i, false
 	}
 	return a.allowNWhichObserved(sc, user, n)
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/sharded"
 )
@@ -52,7 +52,7 @@ func TestReloadHashedRacingFirstCheck(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return &gated{KeyedLimiter: l, Store: l.(migrate.Store), g: g, after: true}, nil
+		return &gated{KeyedLimiter: l, Mover: l.(keyed.Mover), g: g, after: true}, nil
 	}
 	s := service(t, parse(t, "default = token-bucket,5,10\napi./x = fixed-window,3,10\n"),
 		policy.WithFactory(f), admit.WithHashedKeys(), admit.WithClock(clock.NewFake()))

@@ -12,7 +12,7 @@ import (
 	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/locked"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/sharded"
@@ -54,13 +54,13 @@ func (s *stop) at() {
 // call; everything else is the store's.
 type gated struct {
 	admit.KeyedLimiter
-	migrate.Store
+	keyed.Mover
 	g     *gate
 	after bool // the keep stop is after the hooks' Keep has answered, not before it asks
 }
 
 func (l *gated) mine(key string) bool {
-	return key == l.g.key && l.Store.Limits().At(0).Limit == l.g.limit
+	return key == l.g.key && l.Mover.Limits().At(0).Limit == l.g.limit
 }
 
 func (l *gated) Allow(key string) admit.Decision { return l.AllowN(key, 1) }
@@ -79,24 +79,32 @@ func (l *gated) AllowNWhich(key string, n int) (admit.Decision, int) {
 	return l.KeyedLimiter.(admit.CompositeStore).AllowNWhich(key, n)
 }
 
+// Decide is the path of the Service's calls (keyed.Mover).
+func (l *gated) Decide(key string, n int) (admit.Decision, int, bool) {
+	if l.mine(key) {
+		l.g.enter.at()
+	}
+	return l.Mover.Decide(key, n)
+}
+
 func (l *gated) Put(key string, from []kernel.PartState) bool {
 	if l.mine(key) {
 		l.g.put.at()
 	}
-	ok := l.Store.Put(key, from)
+	ok := l.Mover.Put(key, from)
 	if !ok {
 		l.g.refused.Add(1)
 	}
 	return ok
 }
 
-func (l *gated) SetHooks(h *migrate.Hooks) {
+func (l *gated) SetHooks(h *keyed.Hooks) {
 	if h == nil || h.Keep == nil {
-		l.Store.SetHooks(h)
+		l.Mover.SetHooks(h)
 		return
 	}
 	w := *h
-	w.Keep = func(key string, adopted migrate.Epoch) bool {
+	w.Keep = func(key string, adopted keyed.Epoch) bool {
 		if l.mine(key) && !l.after {
 			l.g.keep.at()
 		}
@@ -106,7 +114,7 @@ func (l *gated) SetHooks(h *migrate.Hooks) {
 		}
 		return ok
 	}
-	l.Store.SetHooks(&w)
+	l.Mover.SetHooks(&w)
 }
 
 // TestMoveBack: a Reload that moves a pair back into a limiter it left
@@ -132,7 +140,7 @@ func TestMoveBack(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return &gated{KeyedLimiter: l, Store: l.(migrate.Store), g: g}, nil
+		return &gated{KeyedLimiter: l, Mover: l.(keyed.Mover), g: g}, nil
 	}
 	single := func(f func(admit.Rule, ...admit.Option) (admit.Store, error)) func(*gate) []admit.Option {
 		return func(g *gate) []admit.Option {

@@ -110,38 +110,45 @@ func (a *apiLimiter) release(r observe.Releaser) {
 	}
 }
 
-// allowN is lim.AllowN, observed when the Service has an observer: the
+// allowN is decideN, observed when the Service has an observer: the
 // decision is made for a pair of scope sc. An untimed instrument, the
 // common case, is counted on the shortest path: no clock read, no index of
-// the binding rule.
-func (a *apiLimiter) allowN(sc Scope, user string, n int) admit.Decision {
+// the binding rule. A call the limiter refused (moved) is not counted: it
+// is decided again under the newer book.
+func (a *apiLimiter) allowN(sc Scope, user string, n int) (d admit.Decision, moved bool) {
+	if m := a.fast; m != nil { // decideN, written out: it does not inline
+		d, _, moved = m.Decide(user, n)
+		return d, moved
+	}
 	if a.obs == nil {
-		return a.lim.AllowN(user, n)
+		return a.lim.AllowN(user, n), false // a limiter whose keys do not move
 	}
 	in := a.insts[sc].Load() // instrument, written out: it does not inline
 	if in == nil {
 		in = a.resolve(sc)
 	}
 	if in.timed {
-		d, _ := a.timed(in, user, n, false)
-		return d
+		d, _, moved := a.timed(in, user, n, false)
+		return d, moved
 	}
-	d := a.lim.AllowN(user, n)
-	if in.in != nil && d.Limit >= 0 { // count, written out: it does not inline
+	if a.mig != nil { // decideN, written out
+		d, _, moved = a.mig.Decide(user, n)
+	} else {
+		d = a.lim.AllowN(user, n)
+	}
+	if in.in != nil && !moved { // count, written out: it does not inline
 		o := observe.Denied
 		if d.Allowed {
 			o = observe.Admitted
 		}
 		in.in.Observe(o, n, 0)
 	}
-	return d
+	return d, moved
 }
 
-// count counts d, a decision about n, on the instrument, with latency. A
-// refusal by a moved key (Limit < 0) is not counted: the call is decided
-// again under the newer book.
+// count counts d, a decision about n, on the instrument, with latency.
 func (in *instrument) count(d *admit.Decision, n int, latency time.Duration) {
-	if in.in != nil && d.Limit >= 0 {
+	if in.in != nil {
 		o := observe.Denied
 		if d.Allowed {
 			o = observe.Admitted
@@ -150,24 +157,25 @@ func (in *instrument) count(d *admit.Decision, n int, latency time.Duration) {
 	}
 }
 
-// timed is allowNWhich (lim.AllowN when which is false), counted on the
-// timed instrument in with its latency.
-func (a *apiLimiter) timed(in *instrument, user string, n int, which bool) (admit.Decision, int) {
+// timed is allowNWhich (decideN when which is false), counted on the
+// timed instrument in with its latency unless the limiter refused the call
+// (moved).
+func (a *apiLimiter) timed(in *instrument, user string, n int, which bool) (d admit.Decision, i int, moved bool) {
 	start := time.Now()
-	var d admit.Decision
-	var i int
 	if which {
-		d, i = a.allowNWhich(user, n)
+		d, i, moved = a.allowNWhich(user, n)
 	} else {
-		d = a.lim.AllowN(user, n)
+		d, moved = a.decideN(user, n)
 	}
-	in.count(&d, n, time.Since(start))
-	return d, i
+	if !moved {
+		in.count(&d, n, time.Since(start))
+	}
+	return d, i, moved
 }
 
 // allowNWhichObserved is allowNWhich, observed when the Service has an
 // observer.
-func (a *apiLimiter) allowNWhichObserved(sc Scope, user string, n int) (admit.Decision, int) {
+func (a *apiLimiter) allowNWhichObserved(sc Scope, user string, n int) (admit.Decision, int, bool) {
 	if a.obs == nil {
 		return a.allowNWhich(user, n)
 	}
@@ -175,9 +183,11 @@ func (a *apiLimiter) allowNWhichObserved(sc Scope, user string, n int) (admit.De
 	if in.timed {
 		return a.timed(in, user, n, true)
 	}
-	d, i := a.allowNWhich(user, n)
-	in.count(&d, n, 0)
-	return d, i
+	d, i, moved := a.allowNWhich(user, n)
+	if !moved {
+		in.count(&d, n, 0)
+	}
+	return d, i, moved
 }
 
 // release lets the observer, if it keeps stores (observe.Releaser), let go

@@ -10,7 +10,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/internal/plumb"
 	"github.com/admit-go/admit/observe"
 )
@@ -69,7 +69,7 @@ type Service struct {
 	moving atomic.Pointer[migration]
 
 	// epoch is the Epoch of the last Reload that moved keys. Guarded by mu.
-	epoch migrate.Epoch
+	epoch keyed.Epoch
 
 	// obs is WithObserver's observer, or nil.
 	obs observe.Observer
@@ -112,9 +112,10 @@ type apiLimiter struct {
 	which whicher // lim's AllowNWhich for a composite; nil for one rule
 	g     *group  // the group the limiter belongs to, for its limits
 	api   string  // the API the limiter serves
-	mig   migrate.Store
-	hooks [2]*migrate.Hooks // mig's hooks: Keep and Redirect; with Adopt too (carry.go)
-	use   atomic.Uint32     // unused, used or sealed: whether mig may hold a pair (carry.go, mark)
+	mig   keyed.Mover
+	fast  keyed.Mover     // mig when the Service has no observer, else nil: allowN's one test on its common path
+	hooks [2]*keyed.Hooks // mig's hooks: Keep and Redirect; with Adopt too (carry.go)
+	use   atomic.Uint32   // unused, used or sealed: whether mig may hold a pair (carry.go, mark)
 
 	// obs is the Service's observer, or nil; insts holds the instrument
 	// resolved for each scope that has decided through the limiter (nil

@@ -13,8 +13,8 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
-	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/observe"
 	"github.com/admit-go/admit/policy"
 )
@@ -140,7 +140,7 @@ func NewLimits(client redis.Scripter, limits admit.Limits, opts ...Option) (*Lim
 // newLimiter is New and NewLimits after their checks of client and limits,
 // which are valid.
 func newLimiter(client redis.Scripter, limits admit.Limits, opts []Option) (*Limiter, error) {
-	cfg := config{prefix: DefaultPrefix, slack: evict.Slack}
+	cfg := config{prefix: DefaultPrefix, slack: keyed.Slack}
 	for i, opt := range opts {
 		if opt == nil {
 			return nil, fmt.Errorf("%w: redisstore option %d is nil", admit.ErrInvalidOption, i)

@@ -22,7 +22,7 @@ type config struct {
 	observer observe.Observer // nil: no decision observed
 	wait     *waiter          // nil: no WAIT (WithWaitReplicas)
 
-	// slack is added to every key's time to live: evict.Slack, unless a
+	// slack is added to every key's time to live: keyed.Slack, unless a
 	// test sets it (export_test.go), as a test whose fake clock stands
 	// while real time runs must, so that Redis, which expires keys on its
 	// own clock, never drops a state the fake clock still holds.

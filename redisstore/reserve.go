@@ -227,7 +227,7 @@ func (r *KeyedReserver) CancelReservation(key string, res admit.Reservation) boo
 	case ticket == 0:
 		return false // refused, due at once, or not a reservation: nothing to give back
 	case ticket&redisTicket == 0:
-		// A local reservation's ticket (internal/ticket counts from 1, and
+		// A local reservation's ticket (internal/kernel counts them from 1, and
 		// would take 292 years at 10^9 a second to reach 2^63).
 		if kr, ok := k.policy.Local.(localReserver); ok {
 			return kr.CancelReservation(key, res)

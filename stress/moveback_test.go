@@ -12,7 +12,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/policy"
 )
 
@@ -179,18 +179,18 @@ func (mb *moveBack) wrap(lim admit.KeyedLimiter, err error) (admit.KeyedLimiter,
 	if err != nil {
 		return nil, err
 	}
-	st, ok := lim.(migrate.Store)
+	st, ok := lim.(keyed.Mover)
 	if !ok {
 		return nil, fmt.Errorf("stress: %T moves no keys", lim)
 	}
-	return &moveBackStore{KeyedLimiter: lim, Store: st, mb: mb}, nil
+	return &moveBackStore{KeyedLimiter: lim, Mover: st, mb: mb}, nil
 }
 
 // moveBackStore is a store that moves keys, with the workload's waits
 // around it and, when planted, the old Keep.
 type moveBackStore struct {
 	admit.KeyedLimiter
-	migrate.Store
+	keyed.Mover
 	mb *moveBack
 }
 
@@ -210,21 +210,29 @@ func (s *moveBackStore) AllowNWhich(key string, n int) (admit.Decision, int) {
 	return s.KeyedLimiter.(admit.CompositeStore).AllowNWhich(key, n)
 }
 
+// Decide is the path of the Service's calls (keyed.Mover).
+func (s *moveBackStore) Decide(key string, n int) (admit.Decision, int, bool) {
+	if s.mb.now() {
+		s.mb.untilReloaded()
+	}
+	return s.Mover.Decide(key, n)
+}
+
 func (s *moveBackStore) Put(key string, from []kernel.PartState) bool {
-	ok := s.Store.Put(key, from)
+	ok := s.Mover.Put(key, from)
 	if !ok {
 		s.mb.refused.Add(1)
 	}
 	return ok
 }
 
-func (s *moveBackStore) SetHooks(h *migrate.Hooks) {
+func (s *moveBackStore) SetHooks(h *keyed.Hooks) {
 	if h == nil || h.Keep == nil {
-		s.Store.SetHooks(h)
+		s.Mover.SetHooks(h)
 		return
 	}
 	w := *h
-	w.Keep = func(key string, adopted migrate.Epoch) bool {
+	w.Keep = func(key string, adopted keyed.Epoch) bool {
 		if s.mb.now() {
 			s.mb.untilPublished() // under the key's lock: the next book may send the pair back here
 		}
@@ -232,11 +240,11 @@ func (s *moveBackStore) SetHooks(h *migrate.Hooks) {
 			// BUG: the old Keep, which asked only whether the current book
 			// sends the pair here, and let a call store a fresh state that
 			// a Reload's move was still to bring here.
-			return s.mb.svc.Load().Book().LimitsFor(key, moveBackPairs[key]) == s.Store.Limits()
+			return s.mb.svc.Load().Book().LimitsFor(key, moveBackPairs[key]) == s.Mover.Limits()
 		}
 		return h.Keep(key, adopted)
 	}
-	s.Store.SetHooks(&w)
+	s.Mover.SetHooks(&w)
 }
 
 // moveBackCases are the limits of 10 and of 20 the workload runs with: each

@@ -14,8 +14,7 @@ import (
 	"github.com/admit-go/admit"
 	admitatomic "github.com/admit-go/admit/atomic"
 	"github.com/admit-go/admit/clock"
-	"github.com/admit-go/admit/internal/evict"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/policy"
 )
 
@@ -124,7 +123,7 @@ func rtEvictRun(t *testing.T, v variant, rc rtRule) {
 			t.Fatalf("%s(%v) is not an admit.Store", v.name, rc.rule)
 		}
 	}
-	past := 2*rc.rule.Window + evict.Slack + time.Millisecond
+	past := 2*rc.rule.Window + keyed.Slack + time.Millisecond
 	var got [rtEvictKeys]atomic.Int64
 	keys := make([]string, rtEvictKeys)
 	for round := range rtEvictRounds.get() {
@@ -314,7 +313,7 @@ const rtTakePairs = 32
 // key, in the order the old limiter's Keys lists them) while one goroutine
 // admits the pairs on the limiter that holds them, called directly, in
 // that same order: it admits a pair in a tight loop until the limiter
-// answers that the pair moved away (the Service's redirect, Limit -1),
+// answers that the pair moved away (its Decide reports it moved),
 // then goes on to the next, so that the Take of each pair finds it being
 // admitted. Once all have moved it finds the limiter that holds them now
 // and starts over. Each pair's admissions plus a drain through the
@@ -349,9 +348,9 @@ func rtTakeRun(t *testing.T, fc serviceFactory, alg string) {
 			ls := slices.Clone(built)
 			mu.Unlock()
 			for _, l := range slices.Backward(ls) {
-				if d := l.AllowN(users[0], 0); d.Limit >= 0 && d.Remaining < want*n {
+				if d, _, moved := l.(keyed.Mover).Decide(users[0], 0); !moved && d.Remaining < want*n {
 					var keys []string
-					l.(migrate.Store).Keys(func(k string) bool { keys = append(keys, k); return true })
+					l.(keyed.Mover).Keys(func(k string) bool { keys = append(keys, k); return true })
 					if len(keys) == 0 {
 						return nil, nil // a Reload took them since the probe
 					}
@@ -387,8 +386,8 @@ func rtTakeRun(t *testing.T, fc serviceFactory, alg string) {
 							continue
 						}
 					}
-					d := lim.AllowN(order[0], n)
-					if d.Limit < 0 { // taken: chase the next
+					d, _, moved := lim.(keyed.Mover).Decide(order[0], n)
+					if moved { // taken: chase the next
 						order = order[1:]
 						continue
 					}

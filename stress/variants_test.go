@@ -8,7 +8,7 @@ import (
 
 	"github.com/admit-go/admit"
 	admitatomic "github.com/admit-go/admit/atomic"
-	"github.com/admit-go/admit/internal/evict"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/internal/plumb"
 	"github.com/admit-go/admit/locked"
 	"github.com/admit-go/admit/sharded"
@@ -101,7 +101,7 @@ func horizon(r admit.Rule) time.Duration {
 
 // evictionSlack is the stores' documented slack: they evict a key that is
 // fresh at the clock's reading minus 100ms (docs/keyed-stores.md).
-const evictionSlack = evict.Slack
+const evictionSlack = keyed.Slack
 
 // newKeyedSubject builds v's keyed limiter for rule over clk, or skips t if
 // v does not offer it (admit.ErrUnsupported). Any other error fails t.

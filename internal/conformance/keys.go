@@ -11,7 +11,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
-	"github.com/admit-go/admit/internal/evict"
+	"github.com/admit-go/admit/internal/keyed"
 )
 
 // runKeys runs the checks of a bounded store's key count and of the
@@ -27,8 +27,8 @@ func runKeys(t *testing.T, v Variant, alg admit.Algorithm) {
 // testFullStoreRetryAfter checks the RetryAfter of a new key denied by a full
 // store against the rule of docs/keyed-stores.md, computed from the kernel
 // oracle: the time until the soonest stored key becomes evictable, plus the
-// slack, when the store has at most evict.FullShards shards and
-// evict.FullScan keys (the denial examines every key), and the rule's
+// slack, when the store has at most keyed.FullShards shards and
+// keyed.FullScan keys (the denial examines every key), and the rule's
 // horizon plus the slack otherwise. The answer must not depend on where keys
 // landed, which depends on each store's random hash seed: several stores of
 // each shape, each with its own seed, are driven by the same calls and must
@@ -43,10 +43,10 @@ func testFullStoreRetryAfter(t *testing.T, v Variant, alg admit.Algorithm) {
 		{shards: 1, maxKeys: 1, exact: true},
 		{shards: 1, maxKeys: 2, exact: true},
 		{shards: 8, maxKeys: 2, exact: true},
-		{shards: 4, maxKeys: evict.FullScan, exact: true},
+		{shards: 4, maxKeys: keyed.FullScan, exact: true},
 		{shards: 16, maxKeys: 2},
 		{shards: 0, maxKeys: 2},
-		{shards: 1, maxKeys: evict.FullScan + 1},
+		{shards: 1, maxKeys: keyed.FullScan + 1},
 	} {
 		name := "shards=default"
 		if tc.shards > 0 {
@@ -70,7 +70,7 @@ func testFullStoreRetryAfter(t *testing.T, v Variant, alg admit.Algorithm) {
 					want = min(want, oracle.Allow("k"+strconv.Itoa(i), now, 0).ResetAfter)
 				}
 			}
-			want += evict.Slack
+			want += keyed.Slack
 
 			for range 8 { // a fresh hash seed each time
 				fake := clock.NewFake()
@@ -153,17 +153,17 @@ func testKeyCount(t *testing.T, v Variant, alg admit.Algorithm) {
 		lim, err := v.New(rule, admit.WithClock(fake), admit.WithMaxKeys(maxKeys), admit.WithShards(1))
 		require.NoError(t, err)
 		store := lim.(storeLimiter)
-		for i := range evict.SweepMinLen {
+		for i := range keyed.SweepMinLen {
 			require.True(t, lim.Allow("old-"+strconv.Itoa(i)).Allowed)
 		}
-		fake.Advance(horizon(rule) + evict.Slack) // every old key is evictable
+		fake.Advance(horizon(rule) + keyed.Slack) // every old key is evictable
 		require.True(t, lim.Allow("new-0").Allowed)
 		// The insertion sweeps up to SweepBatch idle keys: the lock-free
 		// table examines a bounded run of slots, which may hold fewer.
-		evicted := evict.SweepMinLen + 1 - store.Len()
-		require.True(t, evicted >= 1 && evicted <= evict.SweepBatch,
-			"%v: the insertion into a shard of %d idle keys evicted %d; want 1 to %d", rule, evict.SweepMinLen, evicted, evict.SweepBatch)
-		require.Equal(t, evict.SweepMinLen-evicted, store.Sweep(), "%v: the other old keys", rule)
+		evicted := keyed.SweepMinLen + 1 - store.Len()
+		require.True(t, evicted >= 1 && evicted <= keyed.SweepBatch,
+			"%v: the insertion into a shard of %d idle keys evicted %d; want 1 to %d", rule, keyed.SweepMinLen, evicted, keyed.SweepBatch)
+		require.Equal(t, keyed.SweepMinLen-evicted, store.Sweep(), "%v: the other old keys", rule)
 		// Only busy keys from here on: a new key is admitted exactly while
 		// the store holds fewer than maxKeys, so the count must be exact.
 		for i := 1; store.Len() < maxKeys; i++ {

@@ -6,13 +6,13 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 )
 
 // Movable is a keyed store whose keys a Migration moves.
 type Movable interface {
 	admit.KeyedLimiter
-	migrate.Store
+	keyed.Mover
 }
 
 // Migration moves keys from one store to another as a policy.Service's
@@ -52,16 +52,16 @@ func (m *Migration) Redirected() int64 { return m.redirected.Load() }
 
 // hooks are store i's: Keep while the snapshot names it, Redirect to the
 // store the snapshot names, and with adopt, Adopt by carrying.
-func (m *Migration) hooks(i int, adopt bool) *migrate.Hooks {
-	h := &migrate.Hooks{
-		Keep: func(string, migrate.Epoch) bool { return m.cur.Load() == int32(i) },
+func (m *Migration) hooks(i int, adopt bool) *keyed.Hooks {
+	h := &keyed.Hooks{
+		Keep: func(string, keyed.Epoch) bool { return m.cur.Load() == int32(i) },
 		Redirect: func(key string, n int) (admit.Decision, int) {
 			m.redirected.Add(1)
 			return AllowWhich(m.stores[m.cur.Load()], key, n)
 		},
 	}
 	if adopt {
-		h.Adopt = func(key string) migrate.Epoch {
+		h.Adopt = func(key string) keyed.Epoch {
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			m.carry(key)

@@ -11,7 +11,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 )
 
 // lockedHook returns the variant's Locked hook, or nil in a build without
@@ -41,8 +41,8 @@ func testKeepRedirects(t *testing.T, m movers) {
 			which := limits.Len() - 1
 			var keeps, redirects []string
 			keep := true
-			lim.SetHooks(&migrate.Hooks{
-				Keep: func(key string, _ migrate.Epoch) bool {
+			lim.SetHooks(&keyed.Hooks{
+				Keep: func(key string, _ keyed.Epoch) bool {
 					if locked != nil {
 						assert.True(t, locked(lim), "%s: Keep runs under the shard's lock", text)
 					}
@@ -99,8 +99,8 @@ func testKeepRedirectsReservations(t *testing.T, m movers) {
 			lim := m.new(t, limits, moveOpts(clock.NewFake(), hashed)...)
 			redirect := admit.Decision{Allowed: true, Limit: 3, Remaining: 1}
 			var redirects int
-			lim.SetHooks(&migrate.Hooks{
-				Keep: func(string, migrate.Epoch) bool { return false },
+			lim.SetHooks(&keyed.Hooks{
+				Keep: func(string, keyed.Epoch) bool { return false },
 				Redirect: func(key string, n int) (admit.Decision, int) {
 					redirects++
 					assert.Equal(t, "moved", key)
@@ -144,8 +144,8 @@ func testAdopt(t *testing.T, m movers) {
 			spent := make([]kernel.PartState, limits.Len())
 			var adopted []string
 			keeps := 0
-			lim.SetHooks(&migrate.Hooks{
-				Adopt: func(key string) migrate.Epoch {
+			lim.SetHooks(&keyed.Hooks{
+				Adopt: func(key string) keyed.Epoch {
 					if locked != nil {
 						assert.False(t, locked(lim), "%s: Adopt runs before the store takes a lock", text)
 					}
@@ -153,10 +153,10 @@ func testAdopt(t *testing.T, m movers) {
 					if other.Take(key, spent) {
 						require.True(t, lim.Put(key, spent))
 					}
-					return migrate.Epoch(len(key)) // a different Epoch for each key
+					return keyed.Epoch(len(key)) // a different Epoch for each key
 				},
-				Keep: func(key string, adopted migrate.Epoch) bool {
-					assert.Equal(t, migrate.Epoch(len(key)), adopted, "%s: Keep is asked with the call's Adopt's Epoch", text)
+				Keep: func(key string, adopted keyed.Epoch) bool {
+					assert.Equal(t, keyed.Epoch(len(key)), adopted, "%s: Keep is asked with the call's Adopt's Epoch", text)
 					keeps++
 					return true
 				},
@@ -205,4 +205,17 @@ func buckets(limits admit.Limits) bool {
 		}
 	}
 	return true
+}
+
+// testKeepWithoutRedirect: hooks with a Keep but no Redirect have nowhere
+// to send a call their Keep refuses, so the store keeps the key, for one
+// rule and a composite, in every container.
+func testKeepWithoutRedirect(t *testing.T, m movers) {
+	for _, limits := range m.taken(t, []string{"token-bucket,4,1s", "fixed-window,3,1s + sliding-log,4,2s", "fixed-window,3,1s + token-bucket,4,2s"}) {
+		lim := m.new(t, limits, admit.WithClock(clock.NewFake()))
+		lim.SetHooks(&keyed.Hooks{Keep: func(string, keyed.Epoch) bool { return false }})
+		d := lim.AllowN("k", 1)
+		assert.Equal(t, limits.Limit()-1, d.Remaining, "%v: a Keep without a Redirect keeps the key", limits)
+		assert.Equal(t, 1, lim.Len(), "%v", limits)
+	}
 }

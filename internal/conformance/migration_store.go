@@ -17,7 +17,7 @@ import (
 	"github.com/admit-go/admit/internal/kernel"
 )
 
-// The migration checks hold every store that moves keys (migrate.Store) to
+// The migration checks hold every store that moves keys (keyed.Mover) to
 // the protocol of docs/design.md ("How a key moves"): keys taken from one
 // store and put into another keep every decision, Take drops a key's hold,
 // Put stores beyond the key bound rather than drop a state, Keys lists
@@ -27,7 +27,7 @@ import (
 
 // RunMigration runs the migration checks against the stores of v's New
 // (one rule) and of c's NewLimits (composites; c may be nil for a variant
-// without a keyed composite), whose limiters must be migrate.Stores.
+// without a keyed composite), whose limiters must be keyed.Movers.
 // Limits a constructor refuses with admit.ErrUnsupported (the table's
 // composites and sliding logs) are passed over; v.HashedKeys says whether
 // the checks run with admit.WithHashedKeys too, and v.Store gives them the
@@ -43,6 +43,7 @@ func RunMigration(t *testing.T, v Variant, c *CompositeVariant) {
 	t.Run("KeepRedirects", func(t *testing.T) { testKeepRedirects(t, m) })
 	t.Run("KeepRedirectsReservations", func(t *testing.T) { testKeepRedirectsReservations(t, m) })
 	t.Run("Adopt", func(t *testing.T) { testAdopt(t, m) })
+	t.Run("KeepWithoutRedirect", func(t *testing.T) { testKeepWithoutRedirect(t, m) })
 	t.Run("Hammer", func(t *testing.T) { testMoveHammer(t, m) })
 }
 
@@ -100,7 +101,7 @@ func (m movers) new(t require.TestingT, limits admit.Limits, opts ...admit.Optio
 	}
 	require.NoError(t, err, "%s: new store of %v", m.v.Name, limits)
 	s, ok := lim.(mover)
-	require.True(t, ok, "%s: a %T (%v) is no migrate.Store", m.v.Name, lim, limits)
+	require.True(t, ok, "%s: a %T (%v) is no keyed.Mover", m.v.Name, lim, limits)
 	require.Equal(t, limits, s.Limits())
 	return s
 }

@@ -11,9 +11,8 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
-	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 )
 
 // The Stats checks hold every keyed store to admit.StoreStats: the value a
@@ -250,7 +249,7 @@ func statsScenario(t *testing.T, what string, build func(...admit.Option) (admit
 
 // statsUnbounded checks a store with no bound and one shard: the sweep of
 // a few keys that each insertion makes once the shard holds
-// evict.SweepMinLen keys counts its evictions, and nothing counts a
+// keyed.SweepMinLen keys counts its evictions, and nothing counts a
 // denial.
 func statsUnbounded(t *testing.T, what string, build func(...admit.Option) (admit.KeyedLimiter, error), horizon time.Duration) {
 	fake := clock.NewFake()
@@ -258,33 +257,33 @@ func statsUnbounded(t *testing.T, what string, build func(...admit.Option) (admi
 	lim, err := build(admit.WithClock(fake), admit.WithShards(1))
 	require.NoError(t, err)
 	st := lim.(statsStore)
-	for i := range evict.SweepMinLen {
+	for i := range keyed.SweepMinLen {
 		require.True(t, lim.Allow("k"+strconv.Itoa(i)).Allowed, "%s: Allow(k%d)", what, i)
 	}
-	assert.Equal(t, admit.StoreStats{Keys: evict.SweepMinLen}, st.Stats(), "%s: Stats() after Allow of %d new keys", what, evict.SweepMinLen)
+	assert.Equal(t, admit.StoreStats{Keys: keyed.SweepMinLen}, st.Stats(), "%s: Stats() after Allow of %d new keys", what, keyed.SweepMinLen)
 	fake.Advance(horizon + time.Second)
 	require.True(t, lim.Allow("new").Allowed, "%s: Allow(new)", what)
 	got := st.Stats()
-	if got.Evictions < 1 || got.Evictions > evict.SweepBatch || got.FullDenials != 0 || got.MaxKeys != 0 ||
-		got.Keys != evict.SweepMinLen+1-int(got.Evictions) || got.Keys != st.Len() {
+	if got.Evictions < 1 || got.Evictions > keyed.SweepBatch || got.FullDenials != 0 || got.MaxKeys != 0 ||
+		got.Keys != keyed.SweepMinLen+1-int(got.Evictions) || got.Keys != st.Len() {
 		t.Errorf("%s: Allow(new) with %d idle keys in one shard: Stats() = %+v, Len() = %d; want 1 to %d Evictions, Keys = %d + 1 - Evictions = Len, no bound, no denial",
-			what, evict.SweepMinLen, got, st.Len(), evict.SweepBatch, evict.SweepMinLen)
+			what, keyed.SweepMinLen, got, st.Len(), keyed.SweepBatch, keyed.SweepMinLen)
 	}
 }
 
 // statsMoves checks, on a store whose keys can move (every local store is
-// a migrate.Store), that a Take is no eviction, and that a Put into a full
+// a keyed.Mover), that a Take is no eviction, and that a Put into a full
 // store, which stores its key beyond the bound, is no denial.
 func statsMoves(t *testing.T, what string, build func(...admit.Option) (admit.KeyedLimiter, error)) {
 	fake := clock.NewFake()
 	fake.Set(time.Hour)
-	movable := func(opts ...admit.Option) (admit.KeyedLimiter, migrate.Store) {
+	movable := func(opts ...admit.Option) (admit.KeyedLimiter, keyed.Mover) {
 		t.Helper()
 		lim, err := build(append([]admit.Option{admit.WithClock(fake), admit.WithShards(1)}, opts...)...)
 		require.NoError(t, err)
-		ms, ok := lim.(migrate.Store)
+		ms, ok := lim.(keyed.Mover)
 		if !ok {
-			t.Skipf("%s: the store, a %T, is no migrate.Store", what, lim)
+			t.Skipf("%s: the store, a %T, is no keyed.Mover", what, lim)
 		}
 		return lim, ms
 	}

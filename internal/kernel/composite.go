@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/ticket"
 )
 
 // Composite is the kernel of admit.Limits: the kernels of its rules, decided
@@ -359,7 +358,7 @@ func (c *Composite) ReserveHold(s []PartState, h *CompositeHold, now time.Durati
 	copy(before[:], s)
 	d, ok := c.Reserve(s, now, n, maxWait)
 	if ok && n > 0 && d > 0 && c.Due(s) > seen {
-		t := ticket.Next()
+		t := nextTicket()
 		*h = CompositeHold{Ticket: t, Before: before, Seen: seen}
 		copy(h.After[:], s)
 		return d, ok, t

@@ -19,7 +19,6 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/ticket"
 )
 
 // limitsOf returns the Limits of rules, which must be valid and distinct.
@@ -624,7 +623,7 @@ func TestCompositeHoldOnlyLatest(t *testing.T) {
 	require.NotZero(t, ty)
 	assert.False(t, x.cancel(0, t1), "t2 relies on t1's slot")
 	assert.False(t, x.cancel(0, ty), "y's reservation, presented to x")
-	assert.False(t, x.cancel(0, ticket.Next()), "a ticket no reservation carries")
+	assert.False(t, x.cancel(0, nextTicket()), "a ticket no reservation carries")
 	assert.False(t, x.cancel(0, 0), "the zero ticket")
 	assert.True(t, x.cancel(0, t2))
 	assert.False(t, x.cancel(0, t1), "t1's hold was replaced by t2's")
@@ -736,7 +735,7 @@ func TestCompositeReserveProperties(t *testing.T) {
 					tk = rapid.SampledFrom(tickets).Draw(t, "ticket")
 				}
 				if rapid.IntRange(0, 3).Draw(t, "foreign") == 0 {
-					tk = ticket.Next()
+					tk = nextTicket()
 				}
 				want := false
 				var before []PartState

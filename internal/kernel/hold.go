@@ -1,10 +1,6 @@
 package kernel
 
-import (
-	"time"
-
-	"github.com/admit-go/admit/internal/ticket"
-)
+import "time"
 
 // Hold is a limiter's record of the latest reservation on a key that can
 // still be cancelled: one that is not yet due. It is what makes a
@@ -12,7 +8,7 @@ import (
 // keep and present anywhere:
 //
 //   - At most once, and only where it was made. A reservation carries the
-//     ticket of its hold, a number drawn from [ticket.Next] that no other
+//     ticket of its hold, a number drawn from [nextTicket] that no other
 //     reservation of any limiter ever carries. Comparing the state alone
 //     would not do: after a cancellation, a new reservation can leave
 //     exactly the state a cancelled one left, and a reservation of another
@@ -78,7 +74,7 @@ func (k *TokenBucket) ReserveHold(s *TokenBucketState, h *Hold, now time.Duratio
 	before := *s
 	d, ok := k.Reserve(s, now, n, maxWait)
 	if ok && n > 0 && d > 0 && k.Due(*s) > seen {
-		t := ticket.Next()
+		t := nextTicket()
 		*h = Hold{Ticket: t, Before: before, After: *s, Seen: seen}
 		return d, ok, t
 	}

@@ -132,7 +132,7 @@ func (k *TokenBucket) Horizon() time.Duration {
 // a bucket in one word use as sentinels: TokenBucketTomb marks a slot or
 // cell whose key was evicted or moved (a keyed store's tombstone), and
 // TokenBucketHeld one whose state a record keeps instead (a reservation
-// that waits, or a state past the horizon: package held). Both variants
+// that waits, or a state past the horizon: internal/keyed's held protocol). Both variants
 // test "either sentinel" as w-TokenBucketTomb <= TokenBucketHeld-TokenBucketTomb,
 // one comparison.
 const (

@@ -43,7 +43,7 @@ func (l *hashedKeys[S]) AllowNWhich(key string, n int) (admit.Decision, int) {
 // their reserving's ReserveN, one embedding below, is the one they have.
 func (l *store[KT, S]) ReserveN(key string, n int, _ time.Duration) (admit.Reservation, bool) {
 	mk, h := l.mapKey(key)
-	d, _ := l.allow(key, mk, h, n)
+	d, _ := l.allow(key, mk, h, n, nil)
 	return reservation.Now(d.Allowed, d.RetryAfter, n)
 }
 

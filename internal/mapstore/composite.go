@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/internal/plumb"
 )
 
@@ -89,7 +89,7 @@ func (l *store[KT, S]) initComposite(k *kernel.Composite, set plumb.Settings, cl
 	l.horizon = 0
 	for i := range limits.Len() {
 		r := limits.At(i)
-		l.horizon = max(l.horizon, evict.Horizon(r))
+		l.horizon = max(l.horizon, keyed.Horizon(r))
 		if l.least < 0 && r.Limit == l.limit {
 			l.least = i
 		}
@@ -126,13 +126,20 @@ func (l *compFullKeys[S]) Limits() admit.Limits { return l.composite().Limits() 
 func (l *compFullKeys[S]) Allow(key string) admit.Decision { return l.AllowN(key, 1) }
 
 func (l *compFullKeys[S]) AllowN(key string, n int) admit.Decision {
-	d, _ := l.allow(key, key, maphash.String(l.seed, key), n)
+	d, _ := l.allow(key, key, maphash.String(l.seed, key), n, nil)
 	return d
 }
 
 // AllowNWhich implements [admit.CompositeStore].
 func (l *compFullKeys[S]) AllowNWhich(key string, n int) (admit.Decision, int) {
-	return l.allow(key, key, maphash.String(l.seed, key), n)
+	return l.allow(key, key, maphash.String(l.seed, key), n, nil)
+}
+
+// Decide implements [keyed.Mover].
+func (l *compFullKeys[S]) Decide(key string, n int) (admit.Decision, int, bool) {
+	var moved bool
+	d, which := l.allow(key, key, maphash.String(l.seed, key), n, &moved)
+	return d, which, moved
 }
 
 // Reset forgets key's state (see store.reset).
@@ -145,14 +152,22 @@ func (l *compHashedKeys[S]) Allow(key string) admit.Decision { return l.AllowN(k
 
 func (l *compHashedKeys[S]) AllowN(key string, n int) admit.Decision {
 	h := maphash.String(l.seed, key)
-	d, _ := l.allow(key, h, h, n)
+	d, _ := l.allow(key, h, h, n, nil)
 	return d
 }
 
 // AllowNWhich implements [admit.CompositeStore].
 func (l *compHashedKeys[S]) AllowNWhich(key string, n int) (admit.Decision, int) {
 	h := maphash.String(l.seed, key)
-	return l.allow(key, h, h, n)
+	return l.allow(key, h, h, n, nil)
+}
+
+// Decide implements [keyed.Mover].
+func (l *compHashedKeys[S]) Decide(key string, n int) (admit.Decision, int, bool) {
+	h := maphash.String(l.seed, key)
+	var moved bool
+	d, which := l.allow(key, h, h, n, &moved)
+	return d, which, moved
 }
 
 // Reset forgets key's state (see store.reset).

@@ -3,8 +3,8 @@ package mapstore
 import (
 	"time"
 
-	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/keyed"
 )
 
 // A composite of token buckets (kernel.Composite.Reservable) hands out
@@ -30,7 +30,7 @@ import (
 // shard.cheld. Its kernel works on the state in place.
 type compHolder[KT comparable, S any] struct{ k *kernel.Composite }
 
-func (compHolder[KT, S]) held(sh *shard[KT, S]) *evict.Map[*S, kernel.CompositeHold] {
+func (compHolder[KT, S]) held(sh *shard[KT, S]) *keyed.Map[*S, kernel.CompositeHold] {
 	return &sh.cheld
 }
 

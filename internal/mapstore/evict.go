@@ -3,7 +3,7 @@ package mapstore
 import (
 	"time"
 
-	"github.com/admit-go/admit/internal/evict"
+	"github.com/admit-go/admit/internal/keyed"
 )
 
 // sweep examines up to limit keys of sh, from a random place (a Go map's range
@@ -12,7 +12,7 @@ import (
 // call holds for its whole work: no call can be using a state it deletes.
 // It requires that sh.mu is held.
 func (l *store[KT, S]) sweep(sh *shard[KT, S], now time.Duration, limit int) {
-	l.scan(sh, now, evict.Reading(now), limit, nil)
+	l.scan(sh, now, keyed.Reading(now), limit, nil)
 }
 
 // evicted records that n keys of sh were evicted as fresh at reading at:
@@ -25,10 +25,8 @@ func (l *store[KT, S]) evicted(sh *shard[KT, S], at time.Duration, n int) {
 	}
 	sh.floor = max(sh.floor, at)
 	l.keys.Evicted(n)
-	if l.maxKeys > 0 {
-		l.keys.Release(n)
-	}
-	if sh.peak >= evict.RebuildMin && len(sh.m) <= sh.peak/4 {
+	l.keys.Left(n)
+	if sh.peak >= keyed.RebuildMin && len(sh.m) <= sh.peak/4 {
 		// A Go map never gives back the buckets of deleted keys: copy the
 		// survivors into a map of their own size.
 		m := make(map[KT]*S, len(sh.m))
@@ -40,10 +38,10 @@ func (l *store[KT, S]) evicted(sh *shard[KT, S], at time.Duration, n int) {
 	}
 }
 
-// makeRoom applies the full-store policy (evict.MakeRoom) for a new key of
+// makeRoom applies the full-store policy (keyed.MakeRoom) for a new key of
 // own, whose lock the caller holds; it only TryLocks the other shards.
 func (l *store[KT, S]) makeRoom(own *shard[KT, S], now time.Duration) (time.Duration, bool) {
-	return evict.MakeRoom(&l.keys, l.maxKeys, l.shards, own, now, l.horizon,
+	return keyed.MakeRoom(&l.keys.Counter, l.keys.Max(), l.shards, own, now, l.horizon,
 		func(sh *shard[KT, S], isOwn bool, at time.Duration, limit int, soonest *time.Duration) (int, int) {
 			if !isOwn {
 				if !sh.mu.TryLock() {
@@ -97,7 +95,7 @@ func (sh *shard[KT, S]) drop(mk KT, s *S) {
 
 // Sweep implements [admit.Store].
 func (l *store[KT, S]) Sweep() int {
-	return l.sweepAt(evict.Reading(l.clock.Now()))
+	return l.sweepAt(keyed.Reading(l.clock.Now()))
 }
 
 // sweepAt evicts every key that is fresh at reading at, shard by shard, and
@@ -138,7 +136,5 @@ func (l *store[KT, S]) reset(mk KT, h uint64) {
 		return
 	}
 	sh.drop(mk, s) // deletes by the caller's key: a deletion stores no key
-	if l.maxKeys > 0 {
-		l.keys.Release(1)
-	}
+	l.keys.Left(1)
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/layout"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/internal/plumb"
 )
 
@@ -26,8 +26,8 @@ func TestShardSize(t *testing.T) {
 		"sliding-counter hashed": unsafe.Sizeof(shard[uint64, kernel.SlidingCounterState]{}),
 	}
 	for name, size := range sizes {
-		if size != layout.CacheLinePad {
-			t.Errorf("shard for %s is %d bytes, want %d", name, size, layout.CacheLinePad)
+		if size != keyed.CacheLinePad {
+			t.Errorf("shard for %s is %d bytes, want %d", name, size, keyed.CacheLinePad)
 		}
 	}
 }

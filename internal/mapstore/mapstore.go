@@ -19,13 +19,13 @@
 // finds its key missing decides at max(its reading, floor) (see shard.floor).
 // Insertions sweep a few keys (sweep), a shrunken map is rebuilt (evicted),
 // and with admit.WithMaxKeys a new key in a full store makes room or is
-// denied (makeRoom, internal/evict.MakeRoom); the evictions and those
-// denials are counted in the store's evict.Counter, on those paths only, and
+// denied (makeRoom, internal/keyed.MakeRoom); the evictions and those
+// denials are counted in the store's keyed.Counter, on those paths only, and
 // reported by Stats. Token-bucket stores also hand out reservations ahead,
 // with a hold per waiting key (reserve.go). Composite
 // limits (NewLimits) keep all the rules of a key in one state, decided
 // together through kernel.Composite (composite.go, composite_reserve.go).
-// Every store is a migrate.Store, whose keys a policy.Service moves one by
+// Every store is a keyed.Mover, whose keys a policy.Service moves one by
 // one to another store when their limits change (migrate.go): a call on a
 // key its shard does not hold consults the Service's hooks, releasing the
 // lock to adopt the key or to have the call decided elsewhere.
@@ -44,11 +44,9 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
-	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/layout"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/internal/plumb"
 )
 
@@ -95,8 +93,8 @@ type shardFields struct {
 	m     map[string]*struct{}
 	floor time.Duration
 	peak  int
-	holds evict.Map[*struct{}, kernel.Hold]
-	cheld evict.Map[*struct{}, kernel.CompositeHold]
+	holds keyed.Map[*struct{}, kernel.Hold]
+	cheld keyed.Map[*struct{}, kernel.CompositeHold]
 }
 
 // shard is a mutex and the states of the keys that hash to it.
@@ -122,13 +120,13 @@ type shard[KT comparable, S any] struct {
 	// the key's state: a key evicted and stored again has a new one, and an
 	// eviction deletes the hold of the state it deletes, so every entry is a
 	// stored key's. Calls of a shard that never had a hold pay one comparison.
-	holds evict.Map[*S, kernel.Hold]
+	holds keyed.Map[*S, kernel.Hold]
 
 	// cheld is holds for a composite of token buckets (composite.go), whose
 	// holds are kernel.CompositeHold; it is nil in every other store.
-	cheld evict.Map[*S, kernel.CompositeHold]
+	cheld keyed.Map[*S, kernel.CompositeHold]
 
-	_ [layout.CacheLinePad - unsafe.Sizeof(shardFields{})]byte
+	_ [keyed.CacheLinePad - unsafe.Sizeof(shardFields{})]byte
 }
 
 // store is a sharded keyed store of states S under map keys KT (a string, or
@@ -146,15 +144,14 @@ type store[KT comparable, S any] struct {
 	shift   uint          // a hash's shard is hash >> shift (64 for one shard: 0)
 	limit   int           // the rule's Limit; a composite's smallest
 	least   int           // the index of the first rule whose Limit is limit
-	maxKeys int64         // WithMaxKeys, or 0 for no bound
 	horizon time.Duration // the longest a state can take to become fresh
 	clone   func(KT) KT   // our own copy of a caller's map key; nil for hashes
 	shards  []shard[KT, S]
-	keys    evict.Counter // keys stored (when maxKeys > 0), Stats' counts, makeRoom's cursor
+	keys    keyed.Bound // WithMaxKeys: keys stored (when bounded), Stats' counts, makeRoom's cursor
 
-	// hooks are a migrate.Store's hooks (SetHooks, migrate.go), nil until
+	// hooks are a keyed.Mover's hooks (SetHooks, migrate.go), nil until
 	// set. Only the path of a key a shard does not hold reads them.
-	hooks atomic.Pointer[migrate.Hooks]
+	hooks keyed.HookPoint
 
 	// pause, when set (by tests only), is called once, by the first call to
 	// reach it after it has read the clock and before it takes its shard's
@@ -170,8 +167,8 @@ func (l *store[KT, S]) init(kern any, rule admit.Rule, set plumb.Settings, clone
 	l.seed = maphash.MakeSeed()
 	l.shift = uint(64 - bits.TrailingZeros(uint(n)))
 	l.limit = rule.Limit
-	l.maxKeys = int64(set.MaxKeys)
-	l.horizon = evict.Horizon(rule)
+	l.keys.Init(set.MaxKeys)
+	l.horizon = keyed.Horizon(rule)
 	l.clone = clone
 	l.shards = make([]shard[KT, S], n)
 	for i := range l.shards {
@@ -190,8 +187,15 @@ func (l *fullKeys[S]) Allow(key string) admit.Decision { return l.AllowN(key, 1)
 func (l *fullKeys[S]) Rule() admit.Rule { return l.rule }
 
 func (l *fullKeys[S]) AllowN(key string, n int) admit.Decision {
-	d, _ := l.allow(key, key, maphash.String(l.seed, key), n)
+	d, _ := l.allow(key, key, maphash.String(l.seed, key), n, nil)
 	return d
+}
+
+// Decide implements [keyed.Mover].
+func (l *fullKeys[S]) Decide(key string, n int) (admit.Decision, int, bool) {
+	var moved bool
+	d, which := l.allow(key, key, maphash.String(l.seed, key), n, &moved)
+	return d, which, moved
 }
 
 // Reset forgets key's state (see store.reset).
@@ -209,8 +213,16 @@ func (l *hashedKeys[S]) Rule() admit.Rule { return l.rule }
 
 func (l *hashedKeys[S]) AllowN(key string, n int) admit.Decision {
 	h := maphash.String(l.seed, key)
-	d, _ := l.allow(key, h, h, n)
+	d, _ := l.allow(key, h, h, n, nil)
 	return d
+}
+
+// Decide implements [keyed.Mover].
+func (l *hashedKeys[S]) Decide(key string, n int) (admit.Decision, int, bool) {
+	h := maphash.String(l.seed, key)
+	var moved bool
+	d, which := l.allow(key, h, h, n, &moved)
+	return d, which, moved
 }
 
 // Reset forgets key's state (see store.reset).
@@ -224,15 +236,20 @@ func (l *hashedKeys[S]) Reset(key string) {
 // (decideWhich). The whole of it, from lookup to eviction, runs under the
 // shard's lock, so no other call can see or evict the state in between; a
 // key the shard does not hold takes the path of missing, which may release
-// the lock to consult the hooks (migrate.go).
-func (l *store[KT, S]) allow(key string, mk KT, h uint64, n int) (admit.Decision, int) {
+// the lock to consult the hooks (migrate.go). A call the hooks' Keep refused
+// is decided by their Redirect when moved is nil (the store's own methods),
+// or reported in *moved, with nothing decided (Decide, the hooks' owner's
+// way in). One body for both: a wrapper around it would be one more call on
+// every decision, since a generic method's shape instance does not inline
+// it.
+func (l *store[KT, S]) allow(key string, mk KT, h uint64, n int, moved *bool) (admit.Decision, int) {
 	now := l.clock.Now() // read outside the lock; see shard.floor for stale readings
 	l.paused()
 	sh := &l.shards[h>>l.shift]
 	sh.mu.Lock()
 	s := sh.m[mk]
 	if s == nil {
-		return l.missing(sh, key, mk, now, n) // releases sh.mu
+		return l.missing(sh, key, mk, h, now, n, moved) // releases sh.mu
 	}
 	d, which := l.decideWhich(s, now, n) // in place: the map is not written
 	if len(sh.holds.M) != 0 {
@@ -279,10 +296,10 @@ func (l *store[KT, S]) insert(sh *shard[KT, S], mk KT, now time.Duration, n int)
 // (Stats): every caller denies the request then. It requires that sh.mu is
 // held.
 func (l *store[KT, S]) add(sh *shard[KT, S], mk KT, s S, now time.Duration) (stored *S, wait time.Duration) {
-	if len(sh.m) >= evict.SweepMinLen {
-		l.sweep(sh, now, evict.SweepBatch)
+	if len(sh.m) >= keyed.SweepMinLen {
+		l.sweep(sh, now, keyed.SweepBatch)
 	}
-	if l.maxKeys > 0 && !l.reserve() {
+	if !l.keys.Room() {
 		if wait, ok := l.makeRoom(sh, now); !ok {
 			l.keys.Denied()
 			return nil, wait
@@ -296,11 +313,6 @@ func (l *store[KT, S]) add(sh *shard[KT, S], mk KT, s S, now time.Duration) (sto
 	sh.m[mk] = stored // the only write of a key, and with our copy
 	sh.peak = max(sh.peak, len(sh.m))
 	return stored, 0
-}
-
-// reserve counts one more key if the store has room for it.
-func (l *store[KT, S]) reserve() bool {
-	return l.keys.Reserve(l.maxKeys)
 }
 
 // Len implements [admit.Store].
@@ -320,5 +332,5 @@ func (l *store[KT, S]) Len() int {
 // store was built. It takes each shard's lock in turn, as Len does, and is
 // meant for a metrics scrape; the calls on stored keys count nothing.
 func (l *store[KT, S]) Stats() admit.StoreStats {
-	return l.keys.Stats(l.Len(), l.maxKeys)
+	return l.keys.Stats(l.Len())
 }

@@ -6,11 +6,11 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/internal/reservation"
 )
 
-// Every store of New and NewLimits is a migrate.Store: a policy.Service
+// Every store of New and NewLimits is a keyed.Mover: a policy.Service
 // Reload moves keys out of it one by one (Take), into it (Put), over its
 // listed keys (Keys), and has its say over the keys it does not hold
 // through the hooks (SetHooks).
@@ -33,20 +33,20 @@ import (
 // and a probe here would report a fresh one.
 
 var (
-	_ migrate.Store = (*fullKeys[uint64])(nil)
-	_ migrate.Store = (*hashedKeys[kernel.Log])(nil)
-	_ migrate.Store = tbFullKeys[kernel.TokenBucketState]{}
-	_ migrate.Store = tbHashedKeys[uint64]{}
-	_ migrate.Store = (*compFullKeys[[2]kernel.PartState])(nil)
-	_ migrate.Store = (*compHashedKeys[[8]kernel.PartState])(nil)
-	_ migrate.Store = tbCompFullKeys[[3]kernel.PartState]{}
-	_ migrate.Store = tbCompHashedKeys[[2]kernel.PartState]{}
+	_ keyed.Mover = (*fullKeys[uint64])(nil)
+	_ keyed.Mover = (*hashedKeys[kernel.Log])(nil)
+	_ keyed.Mover = tbFullKeys[kernel.TokenBucketState]{}
+	_ keyed.Mover = tbHashedKeys[uint64]{}
+	_ keyed.Mover = (*compFullKeys[[2]kernel.PartState])(nil)
+	_ keyed.Mover = (*compHashedKeys[[8]kernel.PartState])(nil)
+	_ keyed.Mover = tbCompFullKeys[[3]kernel.PartState]{}
+	_ keyed.Mover = tbCompHashedKeys[[2]kernel.PartState]{}
 )
 
-// Limits implements [migrate.Store]: the store's rule, as one-rule Limits.
+// Limits implements [keyed.Mover]: the store's rule, as one-rule Limits.
 func (l *fullKeys[S]) Limits() admit.Limits { return oneRule(l.rule) }
 
-// Limits implements [migrate.Store]: the store's rule, as one-rule Limits.
+// Limits implements [keyed.Mover]: the store's rule, as one-rule Limits.
 func (l *hashedKeys[S]) Limits() admit.Limits { return oneRule(l.rule) }
 
 // oneRule returns the Limits of the valid rule r.
@@ -55,8 +55,8 @@ func oneRule(r admit.Rule) admit.Limits {
 	return limits
 }
 
-// SetHooks implements [migrate.Store].
-func (l *store[KT, S]) SetHooks(h *migrate.Hooks) { l.hooks.Store(h) }
+// SetHooks implements [keyed.Mover].
+func (l *store[KT, S]) SetHooks(h *keyed.Hooks) { l.hooks.SetHooks(h) }
 
 // locate returns the map key and the hash of key.
 func (l *store[KT, S]) locate(key string) (KT, uint64) {
@@ -67,7 +67,7 @@ func (l *store[KT, S]) locate(key string) (KT, uint64) {
 	return any(h).(KT), h
 }
 
-// Take implements [migrate.Store]. Under the key's shard's lock it deletes
+// Take implements [keyed.Mover]. Under the key's shard's lock it deletes
 // the key and its hold (a reservation made before can no longer be
 // cancelled; its tokens stay taken in the state carried), uncounts it
 // against WithMaxKeys, and writes its state to into. It does not raise the
@@ -87,13 +87,11 @@ func (l *store[KT, S]) Take(key string, into []kernel.PartState) bool {
 	}
 	l.export(s, into)
 	sh.drop(mk, s)
-	if l.maxKeys > 0 {
-		l.keys.Release(1)
-	}
+	l.keys.Left(1)
 	return true
 }
 
-// Put implements [migrate.Store]. from must hold states of the store's
+// Put implements [keyed.Mover]. from must hold states of the store's
 // limits, as kernel.Convert writes them; Put keeps from's sliding logs
 // rather than copying them, so the caller hands them over with a Put that
 // stores the key. It stores the key under the store's own copy, with no
@@ -108,9 +106,7 @@ func (l *store[KT, S]) Put(key string, from []kernel.PartState) bool {
 	if sh.m[mk] != nil {
 		return false
 	}
-	if l.maxKeys > 0 {
-		l.keys.Release(-1) // counted unconditionally, beyond the bound if need be
-	}
+	l.keys.Beyond() // counted unconditionally, beyond the bound if need be
 	if l.clone != nil {
 		mk = l.clone(mk) // our own copy: the caller may reuse the key's memory
 	}
@@ -119,7 +115,7 @@ func (l *store[KT, S]) Put(key string, from []kernel.PartState) bool {
 	return true
 }
 
-// Keys implements [migrate.Store]. It copies each shard's keys under the
+// Keys implements [keyed.Mover]. It copies each shard's keys under the
 // shard's lock and calls yield with them after releasing it, so that yield
 // may call the store (Take the key, say). A store of hashed keys keeps no
 // keys to give and returns false at once.
@@ -200,12 +196,18 @@ func (l *store[KT, S]) imported(from []kernel.PartState) *S {
 // hold: through the hooks if the store has any, else as a new key
 // (insert). It requires that sh.mu is held, and releases it. It holds
 // the whole path of a missing key, so that allow's path for a stored key
-// reads no hook.
-func (l *store[KT, S]) missing(sh *shard[KT, S], key string, mk KT, now time.Duration, n int) (admit.Decision, int) {
+// reads no hook. A call the hooks' Keep refused is redirected (redirect)
+// when moved is nil, or reported in *moved, with nothing decided (see
+// allow); h is the key's hash.
+func (l *store[KT, S]) missing(sh *shard[KT, S], key string, mk KT, h uint64, now time.Duration, n int, moved *bool) (admit.Decision, int) {
 	if hk := l.hooks.Load(); hk != nil {
 		s, redirect := l.consult(sh, hk, key, mk)
-		if redirect {
-			return hk.Redirect(key, n) // sh.mu released
+		if redirect { // sh.mu released
+			if moved != nil {
+				*moved = true
+				return admit.Decision{}, 0
+			}
+			return l.redirect(key, mk, h, n)
 		}
 		if s != nil { // Adopt put the key here
 			d, which := l.decideWhich(s, now, n)
@@ -224,21 +226,31 @@ func (l *store[KT, S]) missing(sh *shard[KT, S], key string, mk KT, now time.Dur
 	return d, which
 }
 
+// redirect decides n requests for key, whose map key is mk and whose hash
+// is h, which the hooks' Keep refused (keyed.HookPoint.Redirect).
+func (l *store[KT, S]) redirect(key string, mk KT, h uint64, n int) (admit.Decision, int) {
+	return l.hooks.Redirect(key, n, func() (admit.Decision, int, bool) {
+		var moved bool
+		d, which := l.allow(key, mk, h, n, &moved)
+		return d, which, moved
+	})
+}
+
 // consult runs the hooks hk for a call on key, whose map key mk sh does not
 // hold. If hk has an Adopt, it releases sh.mu, calls Adopt, takes sh.mu
 // again and returns the key's state if Adopt put it here. Then, for a key
-// still missing, if Keep, asked with the Epoch that this Adopt returned,
-// refuses it (Keep and Redirect both set: a Keep without a Redirect has
-// nowhere to send the call), consult releases sh.mu and returns redirect
-// true: the caller decides the call with hk.Redirect.
+// still missing, if the hooks do not keep it (keyed.Hooks.Keeps, asked
+// with the Epoch that this Adopt returned), consult releases sh.mu and
+// returns redirect true: the caller reports the call moved or decides it
+// with hk.Redirect.
 // Otherwise it returns nil and false, sh.mu held: the caller inserts the
 // key as usual. The call's reading, taken before, stays its reading: it is
 // stale by the time Adopt took, as any reading is by the time its call
 // waited for the lock (see shard.floor).
 //
 // It requires that sh.mu is held, and returns with it held unless redirect.
-func (l *store[KT, S]) consult(sh *shard[KT, S], hk *migrate.Hooks, key string, mk KT) (s *S, redirect bool) {
-	var adopted migrate.Epoch
+func (l *store[KT, S]) consult(sh *shard[KT, S], hk *keyed.Hooks, key string, mk KT) (s *S, redirect bool) {
+	var adopted keyed.Epoch
 	if hk.Adopt != nil {
 		sh.mu.Unlock()
 		adopted = hk.Adopt(key)
@@ -247,7 +259,7 @@ func (l *store[KT, S]) consult(sh *shard[KT, S], hk *migrate.Hooks, key string, 
 			return s, false
 		}
 	}
-	if hk.Keep != nil && hk.Redirect != nil && !hk.Keep(key, adopted) {
+	if !hk.Keeps(key, adopted) {
 		sh.mu.Unlock()
 		return nil, true
 	}
@@ -263,10 +275,7 @@ func (l *store[KT, S]) consult(sh *shard[KT, S], hk *migrate.Hooks, key string, 
 // window (or gives up at once if that is beyond its deadline). Waiters on a
 // moved key are therefore polled rather than paced until their caller
 // reaches the key's new store.
-func reserveElsewhere(hk *migrate.Hooks, key string, n int) (admit.Reservation, bool) {
+func reserveElsewhere(hk *keyed.Hooks, key string, n int) (admit.Reservation, bool) {
 	d, _ := hk.Redirect(key, n)
-	if d.Allowed {
-		return reservation.New(0, n, 0), true
-	}
-	return reservation.New(d.RetryAfter, n, 0), false
+	return reservation.Now(d.Allowed, d.RetryAfter, n)
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
-	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/internal/plumb"
 )
 
@@ -17,7 +17,7 @@ import (
 
 // TestShardRebuild pins when an eviction rebuilds a shard's map: once it
 // holds at most a quarter of its peak, if that peak was at least
-// evict.RebuildMin (docs/keyed-stores.md). A rebuild resets the peak to the
+// keyed.RebuildMin (docs/keyed-stores.md). A rebuild resets the peak to the
 // keys left, so the peak shows whether it happened.
 func TestShardRebuild(t *testing.T) {
 	const w = time.Second
@@ -32,7 +32,7 @@ func TestShardRebuild(t *testing.T) {
 		{37, 13, 50},
 	} {
 		t.Run(fmt.Sprintf("old=%d/young=%d", c.old, c.young), func(t *testing.T) {
-			if c.old+c.young > evict.SweepMinLen {
+			if c.old+c.young > keyed.SweepMinLen {
 				t.Fatal("the insertions would sweep")
 			}
 			fake := clock.NewFake()

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/evict"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/internal/plumb"
 	"github.com/admit-go/admit/internal/reservation"
 )
@@ -118,7 +118,7 @@ func (l *store[KT, S]) mapKey(key string) (mk KT, h uint64) {
 // composite's.
 type holder[KT comparable, S, H any] interface {
 	// held returns the shard's map of holds of this kind.
-	held(sh *shard[KT, S]) *evict.Map[*S, H]
+	held(sh *shard[KT, S]) *keyed.Map[*S, H]
 	// ticket returns h's ticket, 0 for a dead hold.
 	ticket(h H) uint64
 	// probe is the kernel's Reserve on a new key's state, which it leaves
@@ -140,7 +140,7 @@ type holder[KT comparable, S, H any] interface {
 // shard.holds.
 type tbHolder[KT comparable, S any] struct{ k *kernel.TokenBucket }
 
-func (tbHolder[KT, S]) held(sh *shard[KT, S]) *evict.Map[*S, kernel.Hold] { return &sh.holds }
+func (tbHolder[KT, S]) held(sh *shard[KT, S]) *keyed.Map[*S, kernel.Hold] { return &sh.holds }
 
 func (tbHolder[KT, S]) ticket(h kernel.Hold) uint64 { return h.Ticket }
 

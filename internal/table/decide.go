@@ -17,9 +17,9 @@ import (
 // Allow implements [admit.KeyedLimiter]: AllowN(key, 1). It fills its named
 // result from decide's Verdict (see kernel.Verdict), as AllowN does: a
 // five-field Decision never stays in registers, so it is written once.
-func (t *Store) Allow(key string) (d admit.Decision) {
-	v := t.decideKey(key, 1)
-	if v.Remaining < 0 {
+func (t *Table) Allow(key string) (d admit.Decision) {
+	v, moved := t.decideKey(key, 1)
+	if moved {
 		return t.redirect(key, 1)
 	}
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, t.limit, v.Remaining, v.RetryAfter, v.ResetAfter
@@ -27,9 +27,9 @@ func (t *Store) Allow(key string) (d admit.Decision) {
 }
 
 // AllowN implements [admit.KeyedLimiter].
-func (t *Store) AllowN(key string, n int) (d admit.Decision) {
-	v := t.decideKey(key, n)
-	if v.Remaining < 0 {
+func (t *Table) AllowN(key string, n int) (d admit.Decision) {
+	v, moved := t.decideKey(key, n)
+	if moved {
 		return t.redirect(key, n)
 	}
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, t.limit, v.Remaining, v.RetryAfter, v.ResetAfter
@@ -38,15 +38,16 @@ func (t *Store) AllowN(key string, n int) (d admit.Decision) {
 
 // decideKey decides a request for n on key: lock-free on a key the table
 // holds (find, then decide's CAS loop), under the shard's mutex otherwise
-// (slow).
-func (t *Store) decideKey(key string, n int) kernel.Verdict {
+// (slow). moved is true, with nothing decided, for a missing key the hooks'
+// Keep refused: the caller redirects the call (migrate.go).
+func (t *Table) decideKey(key string, n int) (v kernel.Verdict, moved bool) {
 	h, k0, k1 := t.hash(key)
 	return t.decideAt(key, h, k0, k1, t.now(), n)
 }
 
 // decideAt is decideKey for key, whose hash and key words are h, k0 and k1
 // (hash), at reading now.
-func (t *Store) decideAt(key string, h, k0, k1 uint64, now time.Duration, n int) kernel.Verdict {
+func (t *Table) decideAt(key string, h, k0, k1 uint64, now time.Duration, n int) (v kernel.Verdict, moved bool) {
 	var pause func()
 	if pauseEnabled {
 		pause = t.pause.take()
@@ -56,7 +57,7 @@ func (t *Store) decideAt(key string, h, k0, k1 uint64, now time.Duration, n int)
 		if i, ok := tb.find(tagOf(h), k0, k1, key, t.hashed, t.sbits); ok {
 			hook.Between(hook.AfterLookup)
 			if v, ok := t.decide(&tb.slot(i)[1], now, n, &pause); ok {
-				return v
+				return v, false
 			}
 		}
 	}
@@ -82,7 +83,7 @@ func (t *Store) decideAt(key string, h, k0, k1 uint64, now time.Duration, n int)
 //
 // *pause, when not nil (tests only, in builds with the tag admittest), is
 // called after the first load of the word, and cleared.
-func (t *Store) decide(p *atomic.Uint64, now time.Duration, n int, pause *func()) (v kernel.Verdict, ok bool) {
+func (t *Table) decide(p *atomic.Uint64, now time.Duration, n int, pause *func()) (v kernel.Verdict, ok bool) {
 	if n == 1 && t.alg == algTB && (!pauseEnabled || *pause == nil) {
 		// The token bucket's one-token path, written out: the word is the
 		// TAT in scaled units, and AllowOne is GCRA for one token on it.
@@ -141,7 +142,7 @@ func (t *Store) decide(p *atomic.Uint64, now time.Duration, n int, pause *func()
 // no clamp), proven equal to the general path by the kernels' tests. ok is
 // false for a denial or a reading the fast path does not take: the caller
 // takes step.
-func (t *Store) one(old uint64, now time.Duration) (nw uint64, v kernel.Verdict, ok bool) {
+func (t *Table) one(old uint64, now time.Duration) (nw uint64, v kernel.Verdict, ok bool) {
 	switch t.alg {
 	case algTB:
 		var owed uint64
@@ -170,7 +171,7 @@ func (t *Store) one(old uint64, now time.Duration) (nw uint64, v kernel.Verdict,
 // publish nothing), and fits false when the new state does not pack (a
 // token bucket past its word's horizon, kernel.TokenBucket.Pack): then nw
 // is meaningless and the state must be held (spill).
-func (t *Store) step(old uint64, now time.Duration, n int) (v kernel.Verdict, nw uint64, change, fits bool) {
+func (t *Table) step(old uint64, now time.Duration, n int) (v kernel.Verdict, nw uint64, change, fits bool) {
 	switch t.alg {
 	case algTB:
 		s := t.tb.Unpack(old)
@@ -200,7 +201,7 @@ func (t *Store) step(old uint64, now time.Duration, n int) (v kernel.Verdict, nw
 
 // fresh reports whether the state word w is equivalent to a new key's state
 // at reading at (kernel Fresh).
-func (t *Store) fresh(w uint64, at time.Duration) bool {
+func (t *Table) fresh(w uint64, at time.Duration) bool {
 	switch t.alg {
 	case algTB:
 		s := t.tb.Unpack(w)
@@ -216,7 +217,7 @@ func (t *Store) fresh(w uint64, at time.Duration) bool {
 
 // tbNext returns the token bucket's state after deciding n at now on the
 // word old: step's new state, for a state that does not pack.
-func (t *Store) tbNext(old uint64, now time.Duration, n int) kernel.TokenBucketState {
+func (t *Table) tbNext(old uint64, now time.Duration, n int) kernel.TokenBucketState {
 	s := t.tb.Unpack(old)
 	t.tb.Decide(&s, now, n)
 	return s

@@ -3,9 +3,8 @@ package table
 import (
 	"time"
 
-	"github.com/admit-go/admit/internal/evict"
-	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/hook"
+	"github.com/admit-go/admit/internal/keyed"
 )
 
 // sweep examines up to limit keys of sh's table, from the shard's cursor
@@ -21,9 +20,9 @@ import (
 // at: a call that published a newer word meanwhile makes it fail, so no
 // admission is lost, and a call that then finds the tombstone takes the slow
 // path, which reads the floor under the mutex. A held slot shows its hold
-// the reading first (held.Settle), which releases it or, for a fresh
+// the reading first (keyed.Settle), which releases it or, for a fresh
 // spilled state, buries it.
-func (t *Store) sweep(sh *shard, now, at time.Duration, limit int, soonest *time.Duration) (examined, evicted int) {
+func (t *Table) sweep(sh *shard, now, at time.Duration, limit int, soonest *time.Duration) (examined, evicted int) {
 	tb := sh.tab.Load()
 	if tb == nil {
 		return 0, 0
@@ -47,7 +46,7 @@ func (t *Store) sweep(sh *shard, now, at time.Duration, limit int, soonest *time
 		}
 		examined++
 		if w == t.held {
-			if held.Settle(t.tb, t.tb, cell{p}, &sh.holds, t.slotKey(tb, i, tag), at, func(at time.Duration) { sh.floor = max(sh.floor, at) }) {
+			if sh.holds.Settle(cell{p}, t.slotKey(tb, i, tag), at, func(at time.Duration) { sh.floor = max(sh.floor, at) }) {
 				tb.live--
 				evicted++
 				continue
@@ -74,20 +73,20 @@ func (t *Store) sweep(sh *shard, now, at time.Duration, limit int, soonest *time
 // untilFresh returns the time from now until the state of slot i (word w)
 // becomes fresh: a probe's ResetAfter, on the record's state for a held
 // slot. It requires sh.mu.
-func (t *Store) untilFresh(sh *shard, tb *tab, i, tag, w uint64, now time.Duration) time.Duration {
+func (t *Table) untilFresh(sh *shard, tb *tab, i, tag, w uint64, now time.Duration) time.Duration {
 	if w == t.tomb {
 		return 0
 	}
 	if w == t.held {
-		s := sh.holds.M[t.slotKey(tb, i, tag)].State
-		return t.tb.Decide(&s, now, 0).ResetAfter
+		rec, _ := sh.holds.Record(t.slotKey(tb, i, tag))
+		return t.tb.Decide(&rec.State, now, 0).ResetAfter
 	}
 	v, _, _, _ := t.step(w, now, 0)
 	return v.ResetAfter
 }
 
 // slotKey returns the recKey of slot i, whose tag is tag.
-func (t *Store) slotKey(tb *tab, i, tag uint64) recKey {
+func (t *Table) slotKey(tb *tab, i, tag uint64) recKey {
 	if t.hashed {
 		return recKey{tag: tag}
 	}
@@ -101,7 +100,7 @@ func (t *Store) slotKey(tb *tab, i, tag uint64) recKey {
 
 // evicted records that n keys of sh were evicted: it counts the evictions
 // (Stats), then removed uncounts the keys. It requires sh.mu.
-func (t *Store) evicted(sh *shard, n int) {
+func (t *Table) evicted(sh *shard, n int) {
 	if n == 0 {
 		return
 	}
@@ -114,19 +113,17 @@ func (t *Store) evicted(sh *shard, n int) {
 // fewer keys than an eighth of its slots (the copy, at most an eighth of
 // the slots, is paid for by the removals since the table was built). It
 // requires sh.mu.
-func (t *Store) removed(sh *shard, n int) {
-	if t.maxKeys > 0 {
-		t.keys.Release(n)
-	}
+func (t *Table) removed(sh *shard, n int) {
+	t.keys.Left(n)
 	if tb := sh.tab.Load(); tb.n > minSlots && uint64(tb.live) < tb.n/8 {
 		t.rebuild(sh, tb, size(tb.live))
 	}
 }
 
-// makeRoom applies the full-store policy (evict.MakeRoom) for a new key of
+// makeRoom applies the full-store policy (keyed.MakeRoom) for a new key of
 // own, whose mutex the caller holds; it only TryLocks the other shards.
-func (t *Store) makeRoom(own *shard, now time.Duration) (time.Duration, bool) {
-	return evict.MakeRoom(&t.keys, t.maxKeys, t.shards, own, now, t.horizon,
+func (t *Table) makeRoom(own *shard, now time.Duration) (time.Duration, bool) {
+	return keyed.MakeRoom(&t.keys.Counter, t.keys.Max(), t.shards, own, now, t.horizon,
 		func(sh *shard, isOwn bool, at time.Duration, limit int, soonest *time.Duration) (int, int) {
 			if !isOwn {
 				if !sh.mu.TryLock() {
@@ -140,13 +137,13 @@ func (t *Store) makeRoom(own *shard, now time.Duration) (time.Duration, bool) {
 
 // Sweep implements [admit.Store]: it evicts every key fresh at the
 // eviction reading, shard by shard, and returns how many it evicted.
-func (t *Store) Sweep() int {
-	return t.sweepAt(evict.Reading(t.clock.Now()))
+func (t *Table) Sweep() int {
+	return t.sweepAt(keyed.Reading(t.clock.Now()))
 }
 
 // sweepAt evicts every key fresh at reading at, shard by shard, and returns
 // how many it evicted.
-func (t *Store) sweepAt(at time.Duration) int {
+func (t *Table) sweepAt(at time.Duration) int {
 	total := 0
 	for i := range t.shards {
 		sh := &t.shards[i]
@@ -168,9 +165,9 @@ func (t *Store) sweepAt(at time.Duration) int {
 // linearization point. A lock-free call that loaded the word before fails
 // its CAS and decides again on the fresh state; one that published first is
 // ordered before the reset. A held slot (token bucket) is released with the
-// zero state and its record, with any hold, deleted (held.Reset). A key the
+// zero state and its record, with any hold, deleted (keyed.Reset). A key the
 // table does not hold, or a tombstone, is already fresh.
-func (t *Store) Reset(key string) {
+func (t *Table) Reset(key string) {
 	if lockFreeReset() {
 		t.resetLockFree(key) // BUG, planted for the stress self-test
 		return
@@ -189,7 +186,7 @@ func (t *Store) Reset(key string) {
 		case t.tomb, 0:
 			return
 		case t.held:
-			held.Reset(t.tb, cell{p}, &sh.holds, rk)
+			sh.holds.Reset(cell{p}, rk)
 			return
 		}
 		hook.Between(hook.BeforeCAS)

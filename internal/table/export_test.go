@@ -7,17 +7,17 @@ import (
 )
 
 // store returns the table behind lim, a limiter New returned.
-func store(lim admit.KeyedLimiter) *Store {
+func store(lim admit.KeyedLimiter) *Table {
 	if r, ok := lim.(reserver); ok {
-		return r.Store
+		return r.Table
 	}
-	return lim.(*Store)
+	return lim.(*Table)
 }
 
 // IsTable reports whether lim is a table New returned.
 func IsTable(lim admit.KeyedLimiter) bool {
 	switch lim.(type) {
-	case reserver, *Store:
+	case reserver, *Table:
 		return true
 	}
 	return false

@@ -15,7 +15,7 @@ import (
 // from those words by mixKey; every other key by hash/maphash. Both are
 // seeded per store, so clients cannot aim keys at one shard or one probe
 // sequence.
-func (t *Store) hash(key string) (h, k0, k1 uint64) {
+func (t *Table) hash(key string) (h, k0, k1 uint64) {
 	if !t.hashed {
 		var short bool
 		if k0, k1, short = shortKey(key); short {
@@ -34,7 +34,7 @@ func (t *Store) hash(key string) (h, k0, k1 uint64) {
 // only need to spread keys: a table compares the key's words whenever two
 // tags match. (With hashed keys, where the hash is the key's identity, the
 // store uses maphash.)
-func (t *Store) mixKey(k0, k1 uint64) uint64 {
+func (t *Table) mixKey(k0, k1 uint64) uint64 {
 	return mix(mix(k0^t.mix[0], k1^t.mix[1]), t.mix[2])
 }
 
@@ -57,7 +57,7 @@ func recKeyOf(h, k0, k1 uint64, key string) recKey {
 
 // locate returns key's shard and recKey, for the calls that work under the
 // shard's mutex (reservations, cancellations, Reset).
-func (t *Store) locate(key string) (*shard, recKey) {
+func (t *Table) locate(key string) (*shard, recKey) {
 	h, k0, k1 := t.hash(key)
 	return &t.shards[h>>t.shift], recKeyOf(h, k0, k1, key)
 }

@@ -4,10 +4,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/admit-go/admit/internal/evict"
-	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/keyed"
 )
 
 // The slow path, under the shard's mutex: a held slot, a stored key whose
@@ -19,7 +18,7 @@ import (
 // mutex: the table, and the slot's index with ok true, or with ok false,
 // if the table does not hold the key (nor a tombstone of it), the empty
 // slot where a new slot for it would go.
-func (t *Store) lookup(sh *shard, rk recKey, key string) (tb *tab, i uint64, ok bool) {
+func (t *Table) lookup(sh *shard, rk recKey, key string) (tb *tab, i uint64, ok bool) {
 	tb = sh.tab.Load()
 	if tb == nil {
 		return nil, 0, false
@@ -33,9 +32,9 @@ func (t *Store) lookup(sh *shard, rk recKey, key string) (tb *tab, i uint64, ok 
 // a missing key (absent, or a tombstone), which it stores if the decision
 // admitted something. A missing key is where the hooks have their say
 // (migrate.go): Adopt before the mutex, Keep under it; a key Keep refuses
-// is neither decided nor stored, and slow returns redirected, on which the
-// caller decides the call with Redirect, the mutex released.
-func (t *Store) slow(sh *shard, rk recKey, key string, now time.Duration, n int) kernel.Verdict {
+// is neither decided nor stored, and slow returns moved true, on which the
+// caller redirects the call, the mutex released.
+func (t *Table) slow(sh *shard, rk recKey, key string, now time.Duration, n int) (v kernel.Verdict, moved bool) {
 	adopted := t.adopt(sh, rk, key)
 	hook.Between(hook.BeforeLock)
 	sh.mu.Lock()
@@ -49,53 +48,53 @@ func (t *Store) slow(sh *shard, rk recKey, key string, now time.Duration, n int)
 				break // evicted: a missing key
 			}
 			if old == t.held {
-				v, _ := held.Decide(t.tb, t.tb, cell{p}, &sh.holds, rk, now, n)
-				return v
+				v, _ := sh.holds.Decide(cell{p}, rk, now, n)
+				return v, false
 			}
 			v, nw, change, fits := t.step(old, now, n)
 			if !change {
-				return v
+				return v, false
 			}
 			if !fits {
 				// Past the word's horizon: hold the slot with the state
-				// in its record (held.Spill), if the word is still old.
-				if held.Spill(cell{p}, &sh.holds, rk, old, t.tbNext(old, now, n)) {
-					return v
+				// in its record (Holds.Spill), if the word is still old.
+				if sh.holds.Spill(cell{p}, rk, old, t.tbNext(old, now, n)) {
+					return v, false
 				}
 				continue
 			}
 			hook.Between(hook.BeforeCAS)
 			if p.CompareAndSwap(old, nw) {
-				return v
+				return v, false
 			}
 		}
 	}
 	if !t.keep(key, adopted) {
-		return redirected
+		return v, true
 	}
 	at := spot{tb, i, ok}
 	now = max(now, sh.floor) // the key may have been evicted as fresh at floor
 	v, nw, change, fits := t.step(0, now, n)
 	if !change {
-		return v // a denial or a probe: nothing to store
+		return v, false // a denial or a probe: nothing to store
 	}
 	if wait, ok := t.add(sh, now); !ok {
 		t.keys.Denied()
-		return kernel.Verdict{RetryAfter: wait}
+		return kernel.Verdict{RetryAfter: wait}, false
 	}
 	if !fits {
 		// A new state past the word's horizon: store the key held, with
 		// the state in its record.
-		t.putHeld(sh, at, rk, key, held.Rec{State: t.tbNext(0, now, n)})
-		return v
+		t.putHeld(sh, at, rk, key, keyed.Rec{State: t.tbNext(0, now, n)})
+		return v, false
 	}
 	t.put(sh, at, rk, key, nw)
-	return v
+	return v, false
 }
 
 // putHeld stores a key the shard does not hold, held, with record rec. It
 // requires sh.mu.
-func (t *Store) putHeld(sh *shard, at spot, rk recKey, key string, rec held.Rec) {
+func (t *Table) putHeld(sh *shard, at spot, rk recKey, key string, rec keyed.Rec) {
 	sh.holds.Put(rk, rec)
 	t.put(sh, at, rk, key, kernel.TokenBucketHeld)
 }
@@ -105,11 +104,11 @@ func (t *Store) putHeld(sh *shard, at spot, rk recKey, key string, rec held.Rec)
 // makes room or returns, with ok false, the RetryAfter of the denial. The
 // callers that then deny count the denial (Stats); Put, which stores its
 // key beyond the bound instead, does not. It requires sh.mu.
-func (t *Store) add(sh *shard, now time.Duration) (wait time.Duration, ok bool) {
-	if tb := sh.tab.Load(); tb != nil && tb.live >= evict.SweepMinLen {
-		t.sweep(sh, now, evict.Reading(now), evict.SweepBatch, nil)
+func (t *Table) add(sh *shard, now time.Duration) (wait time.Duration, ok bool) {
+	if tb := sh.tab.Load(); tb != nil && tb.live >= keyed.SweepMinLen {
+		t.sweep(sh, now, keyed.Reading(now), keyed.SweepBatch, nil)
 	}
-	if t.maxKeys > 0 && !t.keys.Reserve(t.maxKeys) {
+	if !t.keys.Room() {
 		if wait, ok := t.makeRoom(sh, now); !ok {
 			return wait, false
 		}
@@ -132,7 +131,7 @@ type spot struct {
 // in a new slot, rebuilding the table first when it is full. at is where the
 // caller's lookup left the key; it is used unless the table was rebuilt
 // since (by add's sweep) or is full. It requires sh.mu.
-func (t *Store) put(sh *shard, at spot, rk recKey, key string, w uint64) {
+func (t *Table) put(sh *shard, at spot, rk recKey, key string, w uint64) {
 	tb := sh.tab.Load()
 	if tb == nil || tb != at.tb {
 		at = spot{tb: tb}
@@ -164,7 +163,7 @@ func (t *Store) put(sh *shard, at spot, rk recKey, key string, w uint64) {
 // a call that loses the race to the freeze finds the tombstone and takes
 // the slow path, where it waits for the mutex and finds the key in the new
 // table. It requires sh.mu.
-func (t *Store) rebuild(sh *shard, old *tab, slots uint64) *tab {
+func (t *Table) rebuild(sh *shard, old *tab, slots uint64) *tab {
 	nt := newTab(slots, t.stride)
 	if old != nil {
 		for i := range old.n {
@@ -195,7 +194,7 @@ func (t *Store) rebuild(sh *shard, old *tab, slots uint64) *tab {
 
 // freeze swaps the word p for the tombstone and returns what it held. It
 // requires the shard's mutex (so a held word does not change meanwhile).
-func (t *Store) freeze(p *atomic.Uint64) uint64 {
+func (t *Table) freeze(p *atomic.Uint64) uint64 {
 	if unfrozen() {
 		hook.Between(hook.BeforeCAS)
 		return p.Load() // BUG, planted for the stress self-test: no freeze

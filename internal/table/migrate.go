@@ -4,14 +4,13 @@ import (
 	"encoding/binary"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/internal/reservation"
 )
 
-// The table is a migrate.Store: a policy.Service Reload moves keys out of it
+// The table is a keyed.Mover: a policy.Service Reload moves keys out of it
 // one by one (Take), into it (Put), over its listed keys (Keys), and has its
 // say over the keys it does not hold through the hooks (SetHooks).
 //
@@ -20,8 +19,8 @@ import (
 // ReserveN call adopt before taking the shard's mutex and keep under it,
 // right where a missing key would be decided and stored. A store without
 // hooks pays one nil check there. A call Keep refuses publishes nothing:
-// slow returns redirected, and the caller (Allow, AllowN), the mutex
-// released, decides the call with Redirect.
+// slow reports it moved, and the caller, the mutex released, returns that
+// (Decide) or decides the call with Redirect (Allow, AllowN).
 //
 // Take's linearization point is its freezing CompareAndSwap to the
 // tombstone, under the shard's mutex, as a rebuild's freeze: a lock-free
@@ -29,20 +28,16 @@ import (
 // takes the slow path, where the key is missing; a call that published
 // first is in the state taken.
 
-var _ migrate.Store = (*Store)(nil)
+var _ keyed.Mover = (*Table)(nil)
 
-// redirected is the Verdict slow returns for a call on a missing key that
-// the hooks' Keep refused: no Verdict has a negative Remaining.
-var redirected = kernel.Verdict{Remaining: -1}
-
-// Limits implements [migrate.Store]: the store's rule, as one-rule Limits.
-func (t *Store) Limits() admit.Limits {
+// Limits implements [keyed.Mover]: the store's rule, as one-rule Limits.
+func (t *Table) Limits() admit.Limits {
 	l, _ := admit.NewLimits(t.rule) // the store's rule is valid
 	return l
 }
 
-// SetHooks implements [migrate.Store].
-func (t *Store) SetHooks(h *migrate.Hooks) { t.hooks.Store(h) }
+// SetHooks implements [keyed.Mover].
+func (t *Table) SetHooks(h *keyed.Hooks) { t.hooks.SetHooks(h) }
 
 // adopt calls the hooks' Adopt for key if the store has an Adopt hook and
 // does not hold key, before any lock of the store's own (Adopt may Put key
@@ -51,7 +46,7 @@ func (t *Store) SetHooks(h *migrate.Hooks) { t.hooks.Store(h) }
 // without the lock, as a lock-free call reads it: a key that goes missing
 // just after is adopted by no one here, and is met by Keep under the mutex
 // with 0, which a move still to bring the key here refuses.
-func (t *Store) adopt(sh *shard, rk recKey, key string) migrate.Epoch {
+func (t *Table) adopt(sh *shard, rk recKey, key string) keyed.Epoch {
 	h := t.hooks.Load()
 	if h == nil || h.Adopt == nil {
 		return 0
@@ -65,26 +60,29 @@ func (t *Store) adopt(sh *shard, rk recKey, key string) migrate.Epoch {
 }
 
 // keep reports whether the hooks let the store insert key, which it does
-// not hold (true without hooks, or without a Keep hook); adopted is what
-// the call's adopt returned. It requires the key's shard's mutex.
-func (t *Store) keep(key string, adopted migrate.Epoch) bool {
-	h := t.hooks.Load()
-	return h == nil || h.Keep == nil || h.Keep(key, adopted)
+// not hold (keyed.Hooks.Keeps); adopted is what the call's adopt returned.
+// It requires the key's shard's mutex.
+func (t *Table) keep(key string, adopted keyed.Epoch) bool {
+	return t.hooks.Load().Keeps(key, adopted)
 }
 
-// redirect decides n requests for key, which the hooks' Keep refused, with
-// the hooks' Redirect. Should the hooks have been removed since, the store
-// decides the call itself, as any call without hooks.
-func (t *Store) redirect(key string, n int) admit.Decision {
-	if h := t.hooks.Load(); h != nil && h.Redirect != nil {
-		d, _ := h.Redirect(key, n)
-		return d
+// Decide implements [keyed.Mover]: AllowN, with the index 0 of the one
+// rule, or moved true, with nothing decided, for a call the hooks' Keep
+// refused.
+func (t *Table) Decide(key string, n int) (d admit.Decision, which int, moved bool) {
+	v, moved := t.decideKey(key, n)
+	if moved {
+		return d, 0, true
 	}
-	v := t.decideKey(key, n)
-	if v.Remaining < 0 { // the hooks came back meanwhile
-		return t.redirect(key, n)
-	}
-	return v.Decision(t.limit)
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, t.limit, v.Remaining, v.RetryAfter, v.ResetAfter
+	return d, 0, false
+}
+
+// redirect decides n requests for key, which the hooks' Keep refused
+// (keyed.HookPoint.Redirect).
+func (t *Table) redirect(key string, n int) admit.Decision {
+	d, _ := t.hooks.Redirect(key, n, func() (admit.Decision, int, bool) { return t.Decide(key, n) })
+	return d
 }
 
 // reserveElsewhere is ReserveN for a key the hooks' Keep refused: the
@@ -93,21 +91,18 @@ func (t *Store) redirect(key string, n int) admit.Decision {
 // that admitted it holds no record of it); a denial refuses the
 // reservation with the denial's RetryAfter as its Delay, so that
 // admit.WaitKeyN sleeps that long and asks again, as it polls a window.
-func (t *Store) reserveElsewhere(key string, n int) (admit.Reservation, bool) {
+func (t *Table) reserveElsewhere(key string, n int) (admit.Reservation, bool) {
 	d := t.redirect(key, n)
-	if d.Allowed {
-		return reservation.New(0, n, 0), true
-	}
-	return reservation.New(d.RetryAfter, n, 0), false
+	return reservation.Now(d.Allowed, d.RetryAfter, n)
 }
 
-// Take implements [migrate.Store]. Under the key's shard's mutex it
+// Take implements [keyed.Mover]. Under the key's shard's mutex it
 // freezes the slot's word to the tombstone (for a held slot, whose word
 // only the mutex's holder changes, it reads the record's state and deletes
 // the record, with any hold), uncounts the key as an eviction does (but
 // counts no eviction: Stats leaves moved keys out), and writes the state to
 // into[0].
-func (t *Store) Take(key string, into []kernel.PartState) bool {
+func (t *Table) Take(key string, into []kernel.PartState) bool {
 	sh, rk := t.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -117,16 +112,14 @@ func (t *Store) Take(key string, into []kernel.PartState) bool {
 	}
 	p := &tb.slot(i)[1]
 	var w uint64
-	var rec held.Rec
+	var heldState kernel.TokenBucketState
 	for {
 		w = p.Load()
 		if w == t.tomb {
 			return false
 		}
 		if w == t.held {
-			rec = sh.holds.M[rk]
-			sh.holds.Delete(rk)
-			p.Store(t.tomb)
+			heldState, _ = sh.holds.Take(cell{p}, rk) // the record's state; the slot buried
 			break
 		}
 		hook.Between(hook.BeforeCAS)
@@ -139,7 +132,7 @@ func (t *Store) Take(key string, into []kernel.PartState) bool {
 	into[0] = kernel.PartState{}
 	switch {
 	case w == t.held:
-		into[0].SetTB(rec.State)
+		into[0].SetTB(heldState)
 	case t.alg == algTB:
 		into[0].SetTB(t.tb.Unpack(w))
 	case t.alg == algFW:
@@ -150,14 +143,14 @@ func (t *Store) Take(key string, into []kernel.PartState) bool {
 	return true
 }
 
-// Put implements [migrate.Store]. from[0] must be a state of the store's
+// Put implements [keyed.Mover]. from[0] must be a state of the store's
 // rule, as kernel.Convert writes (a count may be past the Limit: the word
 // keeps it up to its room, see kernel.FixedWindowWord). A token
 // bucket's state past the packed word's horizon is stored held, as the slow
 // path stores it. The key is counted against WithMaxKeys after a sweep and
 // the full-store policy, and beyond the bound if they make no room: a
 // carried state is never dropped.
-func (t *Store) Put(key string, from []kernel.PartState) bool {
+func (t *Table) Put(key string, from []kernel.PartState) bool {
 	w, fits := t.pack(&from[0])
 	sh, rk := t.locate(key)
 	sh.mu.Lock()
@@ -167,11 +160,11 @@ func (t *Store) Put(key string, from []kernel.PartState) bool {
 		return false
 	}
 	if _, room := t.add(sh, max(t.now(), sh.floor)); !room {
-		t.keys.Release(-1) // counted beyond the bound
+		t.keys.Beyond()
 	}
 	at := spot{tb, i, ok}
 	if !fits {
-		t.putHeld(sh, at, rk, key, held.Rec{State: from[0].TB()})
+		t.putHeld(sh, at, rk, key, keyed.Rec{State: from[0].TB()})
 		return true
 	}
 	t.put(sh, at, rk, key, w)
@@ -182,7 +175,7 @@ func (t *Store) Put(key string, from []kernel.PartState) bool {
 // false for a token bucket's state past the word's horizon. A window with
 // nothing counted is the zero word, a fresh key's (its packing with index
 // bits could be a sentinel).
-func (t *Store) pack(s *kernel.PartState) (w uint64, fits bool) {
+func (t *Table) pack(s *kernel.PartState) (w uint64, fits bool) {
 	switch t.alg {
 	case algTB:
 		return t.tb.Pack(s.TB())
@@ -201,11 +194,11 @@ func (t *Store) pack(s *kernel.PartState) (w uint64, fits bool) {
 	}
 }
 
-// Keys implements [migrate.Store]. It copies each shard's keys under the
+// Keys implements [keyed.Mover]. It copies each shard's keys under the
 // shard's mutex and calls yield with them after releasing it, so yield may
 // call the store (Take a key, say). A store of hashed keys keeps no keys to
 // give and returns false at once.
-func (t *Store) Keys(yield func(key string) bool) bool {
+func (t *Table) Keys(yield func(key string) bool) bool {
 	if t.hashed {
 		return false
 	}

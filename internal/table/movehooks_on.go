@@ -29,7 +29,7 @@ func Holds(lim admit.KeyedLimiter) int {
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
-		n += len(sh.holds.M)
+		n += sh.holds.Len()
 		sh.mu.Unlock()
 	}
 	return n

@@ -40,11 +40,11 @@ func (p *pausePoint) set(f func()) { p.f.Store(&f) }
 // functions in builds with the tag admittest. Nothing else calls them.
 
 // of returns the table behind lim, a limiter New returned, or nil.
-func of(lim admit.KeyedLimiter) *Store {
+func of(lim admit.KeyedLimiter) *Table {
 	switch l := lim.(type) {
 	case reserver:
-		return l.Store
-	case *Store:
+		return l.Table
+	case *Table:
 		return l
 	}
 	return nil

@@ -8,7 +8,7 @@ import (
 )
 
 // TestNoPausePointInNormalBuild: the tests' pause point is compiled only
-// with the tag admittest; in a normal build it takes no space in a Store
+// with the tag admittest; in a normal build it takes no space in a Table
 // and every check of it is a constant false, so the hot paths load nothing.
 func TestNoPausePointInNormalBuild(t *testing.T) {
 	if pauseEnabled {

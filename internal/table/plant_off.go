@@ -11,4 +11,4 @@ func unfrozen() bool { return false }
 func lockFreeReset() bool { return false }
 
 // resetLockFree is the planted Reset of admitstress builds only.
-func (t *Store) resetLockFree(string) {}
+func (t *Table) resetLockFree(string) {}

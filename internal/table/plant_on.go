@@ -40,7 +40,7 @@ func lockFreeReset() bool { return plantLockFreeReset.Load() }
 func PlantLockFreeReset(on bool) { plantLockFreeReset.Store(on) }
 
 // resetLockFree is the planted Reset.
-func (t *Store) resetLockFree(key string) {
+func (t *Table) resetLockFree(key string) {
 	h, k0, k1 := t.hash(key)
 	tb := t.shards[h>>t.shift].tab.Load()
 	if tb == nil {

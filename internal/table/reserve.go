@@ -5,16 +5,15 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/internal/reservation"
 )
 
 // A token bucket's table hands out reservations ahead (admit.Store's ReserveN),
 // so that admit.WaitKeyN can pace the waiters of each key. Reservations and
 // cancellations run under the key's shard's mutex, with the held protocol
-// of package held: a reservation that must wait holds its slot (the word
+// of package keyed: a reservation that must wait holds its slot (the word
 // becomes kernel.TokenBucketHeld, the state and the kernel.Hold a record in
 // the shard's holds, by key), and every call that meets a held word decides
 // under the mutex. A reservation on a missing key decides at max(reading, floor), and
@@ -22,14 +21,14 @@ import (
 // stale lock-free call could find first) only if it took tokens.
 
 // reserver is the table of a token bucket.
-type reserver struct{ *Store }
+type reserver struct{ *Table }
 
 // ReserveN implements [admit.Store]. On a key the table does not
 // hold it honours the hooks as a call does (Adopt before the shard's mutex,
 // Keep under it); a key Keep refuses is decided by Redirect, the mutex
 // released (reserveElsewhere).
 func (r reserver) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
-	t := r.Store
+	t := r.Table
 	sh, rk := t.locate(key)
 	adopted := t.adopt(sh, rk, key)
 	res, ok, kept := r.reserve(sh, rk, key, adopted, n, maxWait)
@@ -42,15 +41,15 @@ func (r reserver) ReserveN(key string, n int, maxWait time.Duration) (admit.Rese
 // reserve is ReserveN under the shard's mutex; adopted is what its adopt
 // returned. kept is false, with nothing reserved, when the key is missing
 // and the hooks' Keep refuses it.
-func (r reserver) reserve(sh *shard, rk recKey, key string, adopted migrate.Epoch, n int, maxWait time.Duration) (res admit.Reservation, ok, kept bool) {
-	t := r.Store
+func (r reserver) reserve(sh *shard, rk recKey, key string, adopted keyed.Epoch, n int, maxWait time.Duration) (res admit.Reservation, ok, kept bool) {
+	t := r.Table
 	now := t.clock.Now()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	tb, i, found := t.lookup(sh, rk, key)
 	if found {
 		if p := &tb.slot(i)[1]; p.Load() != t.tomb {
-			d, ok, ticket, _ := held.Reserve(t.tb, t.tb, cell{p}, &sh.holds, rk, now, n, maxWait)
+			d, ok, ticket, _ := sh.holds.Reserve(cell{p}, rk, now, n, maxWait)
 			return reservation.New(d, n, ticket), ok, true
 		}
 	}
@@ -72,7 +71,7 @@ func (r reserver) reserve(sh *shard, rk recKey, key string, adopted migrate.Epoc
 	if w, fits := t.tb.Pack(s); fits && hold.Ticket == 0 {
 		t.put(sh, at, rk, key, w)
 	} else {
-		t.putHeld(sh, at, rk, key, held.Rec{State: s, Hold: hold})
+		t.putHeld(sh, at, rk, key, keyed.Rec{State: s, Hold: hold})
 	}
 	return reservation.New(d, n, ticket), ok, true
 }
@@ -82,7 +81,7 @@ func (r reserver) reserve(sh *shard, rk recKey, key string, adopted migrate.Epoc
 // is given back. The reading is clamped to the floor, which can only make
 // the kernel refuse.
 func (r reserver) CancelReservation(key string, res admit.Reservation) bool {
-	t := r.Store
+	t := r.Table
 	now := t.clock.Now()
 	sh, rk := t.locate(key)
 	sh.mu.Lock()
@@ -91,10 +90,10 @@ func (r reserver) CancelReservation(key string, res admit.Reservation) bool {
 	if !ok {
 		return false
 	}
-	return held.Cancel(t.tb, t.tb, cell{&tb.slot(i)[1]}, &sh.holds, rk, reservation.Ticket(res), max(now, sh.floor))
+	return sh.holds.Cancel(cell{&tb.slot(i)[1]}, rk, reservation.Ticket(res), max(now, sh.floor))
 }
 
-// cell is a slot's state word as package held sees a token-bucket cell.
+// cell is a slot's state word as package keyed's held protocol sees a token-bucket cell.
 type cell struct{ p *atomic.Uint64 }
 
 func (c cell) Load() uint64 { return c.p.Load() }

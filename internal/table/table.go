@@ -21,11 +21,8 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/clockref"
-	"github.com/admit-go/admit/internal/evict"
-	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/kernel"
-	"github.com/admit-go/admit/internal/layout"
-	"github.com/admit-go/admit/internal/migrate"
+	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/internal/plumb"
 )
 
@@ -57,7 +54,7 @@ type shardFields struct {
 	tab    atomic.Pointer[tab]
 	floor  time.Duration
 	cursor uint64
-	holds  evict.Map[recKey, held.Rec]
+	holds  keyed.Holds[uint64, recKey, cell]
 }
 
 // shard is one part of the store: a table, and the mutex that guards its
@@ -76,11 +73,11 @@ type shard struct {
 
 	cursor uint64 // guarded by mu: the next slot an insertion's sweep examines
 
-	// holds is guarded by mu: the records of the shard's held slots (token
-	// bucket only), by key: held.Rec.
-	holds evict.Map[recKey, held.Rec]
+	// holds is guarded by mu: the held protocol on the shard's slots (token
+	// bucket only), with their records by key.
+	holds keyed.Holds[uint64, recKey, cell]
 
-	_ [layout.CacheLinePad - unsafe.Sizeof(shardFields{})]byte
+	_ [keyed.CacheLinePad - unsafe.Sizeof(shardFields{})]byte
 }
 
 // recKey is a key as a table compares it: its tag and, with full keys, its
@@ -91,9 +88,9 @@ type recKey struct {
 	long        string
 }
 
-// Store is the table store. It is immutable after New except for its
+// Table is the table store. It is immutable after New except for its
 // shards and its counters (keys).
-type Store struct {
+type Table struct {
 	alg    uint8
 	hashed bool
 	stride uint // log2 of a slot's words: 1 with hashed keys, 2 with full keys
@@ -113,18 +110,17 @@ type Store struct {
 	clock   clockref.Ref
 	seed    maphash.Seed
 	mix     [3]uint64 // the seeds of mixKey, random per store
-	maxKeys int64
 	horizon time.Duration
 	shards  []shard
-	keys    evict.Counter // keys stored (when maxKeys > 0), Stats' counts, makeRoom's cursor
+	keys    keyed.Bound // WithMaxKeys: keys stored (when bounded), Stats' counts, makeRoom's cursor
 
 	// pause is the tests' pause point (pause_on.go), in builds with the tag
 	// admittest only; in a normal build it is empty and never read.
 	pause pausePoint
 
-	// hooks are the migrate.Hooks of the store's owner (nil: none), read
+	// hooks are the keyed.Hooks of the store's owner (nil: none), read
 	// only on the paths of a key the table does not hold (see migrate.go).
-	hooks atomic.Pointer[migrate.Hooks]
+	hooks keyed.HookPoint
 }
 
 // New returns the table store for rule, which must pack (Packs), with the
@@ -132,7 +128,7 @@ type Store struct {
 // (a reserver) hands out reservations ahead.
 func New(rule admit.Rule, set plumb.Settings) admit.Store {
 	n := set.ShardCount()
-	t := &Store{
+	t := &Table{
 		hashed:  set.HashedKeys,
 		stride:  2,
 		shift:   uint(64 - bits.TrailingZeros(uint(n))),
@@ -141,11 +137,11 @@ func New(rule admit.Rule, set plumb.Settings) admit.Store {
 		clock:   clockref.New(set.Clock),
 		seed:    maphash.MakeSeed(),
 		mix:     [3]uint64{rand.Uint64(), rand.Uint64(), rand.Uint64() | 1},
-		maxKeys: int64(set.MaxKeys),
-		horizon: evict.Horizon(rule),
+		horizon: keyed.Horizon(rule),
 		shards:  make([]shard, n),
 	}
 	t.sbits = 64 - t.shift
+	t.keys.Init(set.MaxKeys)
 	if t.hashed {
 		t.stride = 1
 	}
@@ -155,6 +151,9 @@ func New(rule admit.Rule, set plumb.Settings) admit.Store {
 	switch rule.Algorithm {
 	case admit.TokenBucket:
 		t.alg, t.tb, t.tomb, t.held = algTB, kernel.NewTokenBucket(rule), kernel.TokenBucketTomb, kernel.TokenBucketHeld
+		for i := range t.shards {
+			t.shards[i].holds.Init(t.tb)
+		}
 		return reserver{t}
 	case admit.FixedWindow:
 		t.alg, t.fw = algFW, kernel.NewFixedWindow(rule)
@@ -169,11 +168,11 @@ func New(rule admit.Rule, set plumb.Settings) admit.Store {
 }
 
 // Rule implements [admit.Store].
-func (t *Store) Rule() admit.Rule { return t.rule }
+func (t *Table) Rule() admit.Rule { return t.rule }
 
 // now reads the clock, the system clock without a dynamic call (see
 // clockref.Ref).
-func (t *Store) now() time.Duration {
+func (t *Table) now() time.Duration {
 	if t.clock.Sys {
 		return clock.System().Now()
 	}
@@ -188,12 +187,12 @@ func (t *Store) now() time.Duration {
 // path) counted since the store was built. It takes each shard's mutex in
 // turn, as Len does, and is meant for a metrics scrape; the lock-free path
 // of a stored key counts nothing.
-func (t *Store) Stats() admit.StoreStats {
-	return t.keys.Stats(t.Len(), t.maxKeys)
+func (t *Table) Stats() admit.StoreStats {
+	return t.keys.Stats(t.Len())
 }
 
 // Len implements [admit.Store].
-func (t *Store) Len() int {
+func (t *Table) Len() int {
 	total := 0
 	for i := range t.shards {
 		sh := &t.shards[i]

@@ -23,7 +23,7 @@ import (
 // with the tag admittest) goes to decideAt with the same reading and hash,
 // which decides on what it loads again.
 func (r reserver) Allow(key string) (d admit.Decision) {
-	t := r.Store
+	t := r.Table
 	var now time.Duration
 	if t.clock.Sys {
 		now = clock.System().Now() // devirtualized: see clockref.Ref
@@ -59,8 +59,8 @@ func (r reserver) Allow(key string) (d admit.Decision) {
 			}
 		}
 	}
-	v := t.decideAt(key, h, k0, k1, now, 1)
-	if v.Remaining < 0 {
+	v, moved := t.decideAt(key, h, k0, k1, now, 1)
+	if moved {
 		return t.redirect(key, 1)
 	}
 	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter = v.Allowed, t.limit, v.Remaining, v.RetryAfter, v.ResetAfter

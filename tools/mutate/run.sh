@@ -20,7 +20,7 @@ set -eu
 
 GREMLINS_VERSION=v0.6.0
 GO=${GO:-go}
-PKGS=${MUTATE_PKGS:-./internal/kernel . ./atomic ./internal/evict ./locked ./sharded}
+PKGS=${MUTATE_PKGS:-./internal/kernel . ./atomic ./internal/keyed ./locked ./sharded}
 WORKERS=${MUTATE_WORKERS:-2}
 COEF=${MUTATE_COEF:-5}
 TMP=${TMPDIR:-/tmp}

@@ -1,11 +1,4 @@
-// Package evict holds what the keyed stores (the table, the map store) share
-// about idle-key eviction: its tuning, the reading a sweep judges
-// idleness at, the padded counter behind admit.WithMaxKeys and
-// admit.StoreStats, the full-store policy, and the map that gives its memory
-// back ([Map]) in which they keep the holds of reservations. Each store keeps
-// only how it scans its own shards.
-// docs/keyed-stores.md documents the values and the argument.
-package evict
+package keyed
 
 import (
 	"math"
@@ -14,7 +7,6 @@ import (
 	"unsafe"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/layout"
 )
 
 // Tuning of eviction.
@@ -58,8 +50,9 @@ const (
 // Map is a map whose memory comes back when it shrinks. A Go map never
 // gives back the buckets of deleted entries, so a map that once held many
 // would keep their memory for its owner's life. Every store keeps the holds
-// of its reservations (package held's records, in package atomic and the
-// table) in a Map per shard or stripe, and a deletion rebuilds it as a
+// of its reservations (the records of a Holds, in package atomic and the
+// table; the holds themselves in the map store) in a Map per shard or
+// limiter, and a deletion rebuilds it as a
 // shard's map of keys is rebuilt: once it holds a quarter of the entries it
 // held at its peak, if that peak was at least RebuildMin, what is left is
 // copied into a map of its own size (none if nothing is left). So a burst
@@ -147,12 +140,12 @@ type counterFields struct {
 // counts a store's Stats reports (admit.StoreStats), and MakeRoom's cursor.
 // A call on a stored key writes none of them. Its zero value counts no key.
 type Counter struct {
-	_         [layout.CacheLinePad]byte
+	_         [CacheLinePad]byte
 	n         atomic.Int64  // keys stored, kept only when the store is bounded
 	evictions atomic.Uint64 // keys evicted since the store was built (Evicted)
 	denials   atomic.Uint64 // new keys denied for want of room (Denied)
 	cursor    atomic.Uint32 // where MakeRoom starts visiting other shards
-	_         [layout.CacheLinePad - unsafe.Sizeof(counterFields{})]byte
+	_         [CacheLinePad - unsafe.Sizeof(counterFields{})]byte
 }
 
 // Reserve counts one more key if fewer than max are counted.
@@ -199,6 +192,49 @@ func (c *Counter) Stats(keys int, max int64) admit.StoreStats {
 		FullDenials: c.denials.Load(),
 	}
 }
+
+// Bound is admit.WithMaxKeys' rule for one store, written once for every
+// container: the bound (0: none) and the Counter of the store's keys, which
+// counts keys only when there is a bound; its evictions and full-store
+// denials it counts always (Stats). A store calls Room before it stores a
+// new key, Left when keys leave it (evicted, reset or taken), Beyond when a
+// Reload's Put stores a key whatever the bound, and MakeRoom (with the
+// Counter and Max) when Room fails. The zero Bound has no bound.
+type Bound struct {
+	Counter
+	max int64 // written once, before the store is shared
+}
+
+// Init sets the bound: max keys, 0 for none.
+func (b *Bound) Init(max int) { b.max = int64(max) }
+
+// Max returns the bound, 0 for none.
+func (b *Bound) Max() int64 { return b.max }
+
+// Room counts one more key and reports true if the store has room for it:
+// always without a bound.
+func (b *Bound) Room() bool { return b.max <= 0 || b.Reserve(b.max) }
+
+// Left uncounts n keys that left the store: evicted (after Evicted counts
+// them), reset, or taken by a Reload.
+func (b *Bound) Left(n int) {
+	if b.max > 0 {
+		b.Release(n)
+	}
+}
+
+// Beyond counts one key that a Reload's Put stored whatever the bound (a
+// carried state is never dropped for want of room): later insertions find
+// the store full until evictions bring the count down.
+func (b *Bound) Beyond() {
+	if b.max > 0 {
+		b.Release(-1)
+	}
+}
+
+// Stats returns the statistics of the store, which holds keys keys now (its
+// Len), as Counter.Stats does.
+func (b *Bound) Stats(keys int) admit.StoreStats { return b.Counter.Stats(keys, b.max) }
 
 // MakeRoom is the full-store policy, for a new key that would pass in a
 // store holding its maximum of keys. It evicts the idle keys among up to

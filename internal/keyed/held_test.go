@@ -1,4 +1,4 @@
-package held_test
+package keyed_test
 
 import (
 	"sync"
@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/evict"
-	"github.com/admit-go/admit/internal/held"
 	"github.com/admit-go/admit/internal/kernel"
+	"github.com/admit-go/admit/internal/keyed"
 )
 
-// cell is the simplest held.Cell: a packed bucket's word (kernel.TokenBucket
+// cell is the simplest keyed.Cell: a packed bucket's word (kernel.TokenBucket
 // Pack and Unpack), with Pack's two unused words as the sentinels, as
 // package atomic's tbCell has them.
 type cell struct{ w atomic.Uint64 }
@@ -50,55 +49,65 @@ func (c *cell) Release(k *kernel.TokenBucket, s kernel.TokenBucketState) bool {
 
 func (c *cell) Bury() { c.w.Store(tombWord) }
 
-// store is a caller of package held that keys its records by a string (as
+// store is a caller of the held protocol that keys its records by a string (as
 // a table whose slots move would) and holds its own mutex around every call.
 type store struct {
 	k  *kernel.TokenBucket
 	mu sync.Mutex
-	m  evict.Map[string, held.Rec] // guarded by mu
+	h  keyed.Holds[uint64, string, *cell] // guarded by mu
 	c  cell
 }
 
 const key = "k"
 
-func newStore(rule admit.Rule) *store { return &store{k: kernel.NewTokenBucket(rule)} }
+func newStore(rule admit.Rule) *store {
+	s := &store{k: kernel.NewTokenBucket(rule)}
+	s.h.Init(s.k)
+	return s
+}
 
-func (s *store) decide(now time.Duration, n int) (kernel.Verdict, held.Outcome) {
+func (s *store) decide(now time.Duration, n int) (kernel.Verdict, keyed.HoldResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return held.Decide(s.k, s.k, &s.c, &s.m, key, now, n)
+	return s.h.Decide(&s.c, key, now, n)
 }
 
 func (s *store) spill(old uint64, st kernel.TokenBucketState) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return held.Spill(&s.c, &s.m, key, old, st)
+	return s.h.Spill(&s.c, key, old, st)
 }
 
 func (s *store) reserve(now time.Duration, n int, maxWait time.Duration) (time.Duration, bool, uint64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return held.Reserve(s.k, s.k, &s.c, &s.m, key, now, n, maxWait)
+	return s.h.Reserve(&s.c, key, now, n, maxWait)
 }
 
 func (s *store) cancel(ticket uint64, now time.Duration) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return held.Cancel(s.k, s.k, &s.c, &s.m, key, ticket, now)
+	return s.h.Cancel(&s.c, key, ticket, now)
 }
 
-// settle is held.Settle with a floor that records the readings raised to.
+// settle is Holds.Settle with a floor that records the readings raised to.
 func (s *store) settle(at time.Duration, raised *[]time.Duration) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return held.Settle(s.k, s.k, &s.c, &s.m, key, at, func(at time.Duration) { *raised = append(*raised, at) })
+	return s.h.Settle(&s.c, key, at, func(at time.Duration) { *raised = append(*raised, at) })
+}
+
+// rec returns the cell's record (the zero Rec if it has none).
+func (s *store) rec() keyed.Rec {
+	r, _ := s.h.Record(key)
+	return r
 }
 
 // check fails the test unless the cell is held exactly when want is, and
 // holds a record exactly then: a cell is held exactly while its record exists.
 func (s *store) check(t *testing.T, step string, want bool) {
 	t.Helper()
-	_, hasRec := s.m.M[key]
+	_, hasRec := s.h.Record(key)
 	if got := s.c.Load() == heldWord; got != want || hasRec != want {
 		t.Fatalf("%s: held = %v, record = %v; want both %v", step, got, hasRec, want)
 	}
@@ -128,7 +137,7 @@ func TestSpillThenRelease(t *testing.T) {
 		t.Fatal("step 2: Spill(old = 0) = false, want true")
 	}
 	s.check(t, "step 2", true)
-	if got := s.m.M[key]; got != (held.Rec{State: st}) {
+	if got, _ := s.h.Record(key); got != (keyed.Rec{State: st}) {
 		t.Fatalf("step 2: record %+v, want the spilled state %+v and no hold", got, st)
 	}
 
@@ -136,18 +145,18 @@ func TestSpillThenRelease(t *testing.T) {
 	// stays past the horizon: the cell stays held.
 	want := st
 	wantV := s.k.Decide(&want, past, 1)
-	if v, o := s.decide(past, 1); o != held.Decided || v != wantV {
+	if v, o := s.decide(past, 1); o != keyed.Decided || v != wantV {
 		t.Fatalf("step 3: Decide(%v, 1) = %+v, %v; want %+v, Decided", past, v, o, wantV)
 	}
 	s.check(t, "step 3", true)
-	if got := s.m.M[key].State; got != want {
+	if got := s.rec().State; got != want {
 		t.Fatalf("step 3: record's state %+v, want %+v", got, want)
 	}
 
 	// An admission at 0 leaves a TAT of one emission interval, which fits:
 	// the cell is released with the state's word.
 	wantV = s.k.Decide(&want, 0, 1)
-	if v, o := s.decide(0, 1); o != held.Decided || v != wantV {
+	if v, o := s.decide(0, 1); o != keyed.Decided || v != wantV {
 		t.Fatalf("step 4: Decide(0, 1) = %+v, %v; want %+v, Decided", v, o, wantV)
 	}
 	s.check(t, "step 4", false)
@@ -156,7 +165,7 @@ func TestSpillThenRelease(t *testing.T) {
 	}
 
 	// A call that found the held word before the release decides nothing.
-	if _, o := s.decide(0, 1); o != held.Released {
+	if _, o := s.decide(0, 1); o != keyed.Released {
 		t.Fatalf("step 5: Decide on a released cell: %v, want Released", o)
 	}
 }
@@ -177,17 +186,17 @@ func TestReserveDecideCancel(t *testing.T) {
 		t.Fatalf("step 2: Reserve(t0, 1, 1s) = %v, %v, %d, %v; want 100ms, true, a ticket, true", d, ok, ticket, live)
 	}
 	s.check(t, "step 2", true)
-	if h := s.m.M[key].Hold; h.Ticket != ticket || h.Before != emptied {
+	if h := s.rec().Hold; h.Ticket != ticket || h.Before != emptied {
 		t.Fatalf("step 2: hold %+v, want ticket %d and Before %+v", h, ticket, emptied)
 	}
 
 	// A denial on the held cell is decided on the record and shows the
 	// hold its reading.
-	if v, o := s.decide(t0+50*time.Millisecond, 1); o != held.Decided || v.Allowed {
+	if v, o := s.decide(t0+50*time.Millisecond, 1); o != keyed.Decided || v.Allowed {
 		t.Fatalf("step 3: Decide(t0+50ms, 1) = %+v, %v; want a denial, Decided", v, o)
 	}
 	s.check(t, "step 3", true)
-	if seen := s.m.M[key].Hold.Seen; seen != t0+50*time.Millisecond {
+	if seen := s.rec().Hold.Seen; seen != t0+50*time.Millisecond {
 		t.Fatalf("step 3: hold's Seen %v, want t0+50ms", seen)
 	}
 
@@ -208,7 +217,7 @@ func TestReserveDecideCancel(t *testing.T) {
 	}
 
 	s.c.Bury()
-	if _, o := s.decide(t0, 1); o != held.Tomb {
+	if _, o := s.decide(t0, 1); o != keyed.Tomb {
 		t.Fatalf("step 7: Decide on a tombstone: %v, want Tomb", o)
 	}
 	if _, _, _, live := s.reserve(t0, 1, time.Second); live {
@@ -259,8 +268,8 @@ func TestSettle(t *testing.T) {
 		if len(raised) != 1 || raised[0] != at {
 			t.Fatalf("Settle(%v) raised the floor to %v, want [%v]", at, raised, at)
 		}
-		if w := s.c.Load(); w != tombWord || len(s.m.M) != 0 {
-			t.Fatalf("after Settle: word %#x and %d records, want the tombstone and none", w, len(s.m.M))
+		if _, has := s.h.Record(key); s.c.Load() != tombWord || has {
+			t.Fatalf("after Settle: word %#x, a record %v; want the tombstone and none", s.c.Load(), has)
 		}
 	})
 }

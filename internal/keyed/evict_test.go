@@ -1,4 +1,4 @@
-package evict
+package keyed
 
 import (
 	"math"
@@ -8,7 +8,6 @@ import (
 	"unsafe"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/layout"
 )
 
 // TestCounterLayout pins the padding: the words insertions and evictions
@@ -26,12 +25,12 @@ func TestCounterLayout(t *testing.T) {
 		{"denials", unsafe.Offsetof(c.denials), unsafe.Offsetof(f.denials)},
 		{"cursor", unsafe.Offsetof(c.cursor), unsafe.Offsetof(f.cursor)},
 	} {
-		if w.off != layout.CacheLinePad+w.was {
-			t.Errorf("Counter.%s is at offset %d, want %d", w.name, w.off, layout.CacheLinePad+w.was)
+		if w.off != CacheLinePad+w.was {
+			t.Errorf("Counter.%s is at offset %d, want %d", w.name, w.off, CacheLinePad+w.was)
 		}
 	}
-	if size := unsafe.Sizeof(c); size != 2*layout.CacheLinePad {
-		t.Errorf("Counter is %d bytes, want %d", size, 2*layout.CacheLinePad)
+	if size := unsafe.Sizeof(c); size != 2*CacheLinePad {
+		t.Errorf("Counter is %d bytes, want %d", size, 2*CacheLinePad)
 	}
 }
 

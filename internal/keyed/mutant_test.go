@@ -1,4 +1,4 @@
-package evict
+package keyed
 
 import (
 	"math"
