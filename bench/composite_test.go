@@ -183,8 +183,8 @@ func TestCompositeRows(t *testing.T) {
 				}
 				continue
 			}
-			if _, ok := l.(admit.CompositeStore); ok != (lc.limits.Len() > 1) {
-				t.Errorf("%s keyed: %T is a CompositeStore: %v, want %v", name, l, ok, lc.limits.Len() > 1)
+			if _, ok := l.(admit.Store); ok != (lc.limits.Len() == 1) {
+				t.Errorf("%s keyed: %T is New's admit.Store: %v, want %v", name, l, ok, lc.limits.Len() == 1)
 			}
 			for i := range 5000 {
 				if k := keys[i%len(keys)]; !l.Allow(k).Allowed {
