@@ -12,6 +12,9 @@ package conformance
 
 import (
 	"fmt"
+	"reflect"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -118,18 +121,12 @@ func Run(t *testing.T, v Variant) {
 			continue
 		}
 		t.Run("algo="+alg.String(), func(t *testing.T) {
-			t.Run("Walkthrough", func(t *testing.T) { testWalkthrough(t, v, alg) })
-			t.Run("Differential", func(t *testing.T) { testDifferential(t, v, alg) })
-			t.Run("KeyIsolation", func(t *testing.T) { testKeyIsolation(t, v, alg) })
-			t.Run("KeyCopied", func(t *testing.T) { testKeyCopied(t, v, alg) })
-			t.Run("KeyBufferReused", func(t *testing.T) { testKeyBufferReused(t, v, alg) })
-			t.Run("FrozenClockExact", func(t *testing.T) { testFrozenClockExact(t, v, alg) })
+			runChecks(t, v, alg, testWalkthrough, testDifferential, testKeyIsolation,
+				testKeyCopied, testKeyBufferReused, testFrozenClockExact)
 			if !v.Remote {
-				t.Run("Allocs", func(t *testing.T) { testAllocs(t, v, alg) })
+				runChecks(t, v, alg, testAllocs)
 			}
-			t.Run("ReserveAsAllow", func(t *testing.T) { testReserveAsAllow(t, v, alg) })
-			t.Run("Cancel", func(t *testing.T) { testCancel(t, v, alg) })
-			t.Run("Reset", func(t *testing.T) { testReset(t, v, alg) })
+			runChecks(t, v, alg, testReserveAsAllow, testCancel, testReset)
 			if v.Store != nil {
 				runStore(t, v, alg)
 				runKeys(t, v, alg)
@@ -152,6 +149,20 @@ func RunStore(t *testing.T, v Variant) {
 				runKeys(t, v, alg)
 			})
 		}
+	}
+}
+
+// A check is one check of a variant for one algorithm.
+type check func(t *testing.T, v Variant, alg admit.Algorithm)
+
+// runChecks runs each of checks as a subtest named for its function without
+// the prefix "test": testChurn runs as "Churn".
+func runChecks(t *testing.T, v Variant, alg admit.Algorithm, checks ...check) {
+	t.Helper()
+	for _, c := range checks {
+		name := runtime.FuncForPC(reflect.ValueOf(c).Pointer()).Name()
+		name = name[strings.LastIndex(name, ".test")+len(".test"):]
+		t.Run(name, func(t *testing.T) { c(t, v, alg) })
 	}
 }
 
