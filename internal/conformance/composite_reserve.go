@@ -237,13 +237,7 @@ func CompositeHeldMemoryReturns(t *testing.T, v CompositeVariant) {
 	if v.Remote {
 		t.Fatalf("conformance.CompositeHeldMemoryReturns(%s): a remote variant has no local store", v.Name)
 	}
-	n := 20_000 // a composite's hold is about 1 KiB
-	switch {
-	case raceEnabled:
-		n = 5_000
-	case testing.Short():
-		n = 10_000
-	}
+	n := memoryKeys(20_000, 5_000, 10_000) // a composite's hold is about 1 KiB
 	l := mustLimits(t, "token-bucket,5,1s + token-bucket,50,1m")
 	fake := clock.NewFake()
 	fake.Set(time.Hour)
