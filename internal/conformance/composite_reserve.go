@@ -143,16 +143,7 @@ func testCompositeReserve(t *testing.T, v CompositeVariant) {
 			fake.Set(0)
 			reserve, cancel, allow := of("k")
 			allow(1)
-			rA := reserve(1)
-			require.Positive(t, rA.Delay, name)
-			copyA := rA
-			require.True(t, cancel(rA), name)
-			rB := reserve(1)
-			require.Equal(t, rA.Delay, rB.Delay, name)
-			require.False(t, cancel(rA), "%s: A was cancelled already", name)
-			require.False(t, cancel(copyA), "%s: a copy of A too", name)
-			rC := reserve(1)
-			require.GreaterOrEqual(t, rC.Delay, rB.Delay+time.Second, "%s: C waits behind B", name)
+			cancelTwice(t, name, reserve, cancel, time.Second)
 		}
 	})
 	t.Run("OtherKey", func(t *testing.T) {
