@@ -33,17 +33,7 @@ type compositeStep struct {
 func runCompositeSteps(t tester, v CompositeVariant, l admit.Limits, steps []compositeStep) {
 	t.Helper()
 	fake := clock.NewFake()
-	lim, err := v.NewLimits(l, admit.WithClock(fake))
-	require.NoError(t, err, "NewLimits(%v)", l)
-	ck, ok := lim.(compositeKeyed)
-	require.True(t, ok, "NewLimits(%v) has Limits and AllowNWhich", l)
-	var single admit.CompositeLimiter
-	if v.NewLimitsLimiter != nil {
-		s, err := v.NewLimitsLimiter(l, admit.WithClock(fake))
-		require.NoError(t, err, "NewLimitsLimiter(%v)", l)
-		single, ok = s.(admit.CompositeLimiter)
-		require.True(t, ok, "NewLimitsLimiter(%v) is an admit.CompositeLimiter", l)
-	}
+	ck, single := compositeLimiters(t, v, l, fake)
 	for i, st := range steps {
 		fake.Set(st.at)
 		if got, which := ck.AllowNWhich(st.key, st.n); got != st.want || which != st.which {
@@ -55,6 +45,24 @@ func runCompositeSteps(t tester, v CompositeVariant, l admit.Limits, steps []com
 			}
 		}
 	}
+}
+
+// compositeLimiters returns the keyed limiter of l and the single-key one
+// (nil when v has none), both on fake.
+func compositeLimiters(t tester, v CompositeVariant, l admit.Limits, fake *clock.Fake) (compositeKeyed, admit.CompositeLimiter) {
+	t.Helper()
+	lim, err := v.NewLimits(l, admit.WithClock(fake))
+	require.NoError(t, err, "NewLimits(%v)", l)
+	ck, ok := lim.(compositeKeyed)
+	require.True(t, ok, "NewLimits(%v) has Limits and AllowNWhich", l)
+	if v.NewLimitsLimiter == nil {
+		return ck, nil
+	}
+	s, err := v.NewLimitsLimiter(l, admit.WithClock(fake))
+	require.NoError(t, err, "NewLimitsLimiter(%v)", l)
+	single, ok := s.(admit.CompositeLimiter)
+	require.True(t, ok, "NewLimitsLimiter(%v) is an admit.CompositeLimiter", l)
+	return ck, single
 }
 
 // testCompositeWalkthrough: 2 per second and 3 per 10s on one key. The
@@ -137,18 +145,7 @@ func testCompositeAboveLimit(t *testing.T, v CompositeVariant) {
 	swapped, err := admit.NewLimits(ex.At(1), ex.At(0))
 	require.NoError(t, err)
 	for _, l := range []admit.Limits{ex, swapped} {
-		fake := clock.NewFake()
-		lim, err := v.NewLimits(l, admit.WithClock(fake))
-		require.NoError(t, err, "NewLimits(%v)", l)
-		ck, ok := lim.(compositeKeyed)
-		require.True(t, ok, "NewLimits(%v) has Limits and AllowNWhich", l)
-		var single admit.CompositeLimiter
-		if v.NewLimitsLimiter != nil {
-			s, err := v.NewLimitsLimiter(l, admit.WithClock(fake))
-			require.NoError(t, err)
-			single, ok = s.(admit.CompositeLimiter)
-			require.True(t, ok, "NewLimitsLimiter(%v) is an admit.CompositeLimiter", l)
-		}
+		ck, single := compositeLimiters(t, v, l, clock.NewFake())
 		for _, n := range []int{11, 1000, 1001, -1} {
 			which := 0 // the first rule that can never admit n binds
 			for n >= 0 && l.At(which).Limit >= n {
@@ -162,7 +159,7 @@ func testCompositeAboveLimit(t *testing.T, v CompositeVariant) {
 				assert.True(t, got == want && w == which, "%v: AllowNWhich(%d) = %+v, rule %d; want %+v, rule %d", l, n, got, w, want, which)
 			}
 		}
-		assert.True(t, lim.AllowN("k", 10).Allowed, "%v: AllowN(10) after the refusals: nothing was charged", l)
+		assert.True(t, ck.AllowN("k", 10).Allowed, "%v: AllowN(10) after the refusals: nothing was charged", l)
 		if single != nil {
 			assert.True(t, single.AllowN(10).Allowed, "%v: AllowN(10) after the refusals: nothing was charged", l)
 		}
