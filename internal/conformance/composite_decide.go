@@ -216,23 +216,44 @@ func moveClock(rt *rapid.T, fake *clock.Fake, l admit.Limits) bool {
 	return true
 }
 
+// drawComposite draws Limits as drawLimits does and a fake clock at a
+// reading within an hour of 0, and returns them and v's keyed limiter of
+// the Limits on that clock.
+func drawComposite(rt *rapid.T, v CompositeVariant, lo, hi int, tbOnly bool) (admit.Limits, *clock.Fake, admit.KeyedLimiter) {
+	l := drawLimits(rt, v, lo, hi, tbOnly)
+	fake := clock.NewFake()
+	fake.Set(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start")))
+	lim, err := v.NewLimits(l, admit.WithClock(fake))
+	require.NoError(rt, err)
+	return l, fake, lim
+}
+
+// drawCall draws one operation of a differential check: a move of fake
+// (moveClock), or a call, for which it returns the key (one of keys), n
+// (from -1 to top+1), the clock's reading and true.
+func drawCall(rt *rapid.T, fake *clock.Fake, l admit.Limits, keys []string, top int) (key string, n int, now time.Duration, call bool) {
+	if moveClock(rt, fake, l) {
+		return "", 0, 0, false
+	}
+	n = rapid.IntRange(-1, top+1).Draw(rt, "n")
+	key = rapid.SampledFrom(keys).Draw(rt, "key")
+	return key, n, fake.Now(), true
+}
+
 // compositeDifferential drives the variant and the kernel oracle with the
 // same generated calls, keys and clock moves (forwards and backwards),
 // sequentially, on Limits of one to four rules, and requires identical
 // Decisions and, through AllowNWhich, the same binding rule.
 func compositeDifferential(v CompositeVariant) func(*rapid.T) {
 	return func(rt *rapid.T) {
-		l := drawLimits(rt, v, 1, 4, false)
-		fake := clock.NewFake()
-		fake.Set(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start")))
-		keyed, err := v.NewLimits(l, admit.WithClock(fake))
-		require.NoError(rt, err)
+		l, fake, keyed := drawComposite(rt, v, 1, 4, false)
 		ck, composite := keyed.(compositeKeyed)
 		if l.Len() > 1 && !composite {
 			rt.Fatalf("NewLimits(%v) has no AllowNWhich", l)
 		}
 		var single admit.Limiter
 		if v.NewLimitsLimiter != nil {
+			var err error
 			single, err = v.NewLimitsLimiter(l, admit.WithClock(fake))
 			require.NoError(rt, err)
 		}
@@ -240,12 +261,10 @@ func compositeDifferential(v CompositeVariant) func(*rapid.T) {
 		oracle := NewCompositeOracle(l)
 		keys := []string{"a", "b", "c"}
 		for i := range rapid.IntRange(1, 60).Draw(rt, "ops") {
-			if moveClock(rt, fake, l) {
+			key, n, now, call := drawCall(rt, fake, l, keys, largestLimit(l))
+			if !call {
 				continue
 			}
-			n := rapid.IntRange(-1, largestLimit(l)+1).Draw(rt, "n")
-			key := rapid.SampledFrom(keys).Draw(rt, "key")
-			now := fake.Now()
 			want, wantWhich := oracle.Allow(key, now, n)
 			which := wantWhich
 			var got admit.Decision
@@ -346,11 +365,7 @@ func testCompositeReset(t *testing.T, v CompositeVariant) {
 	})
 	t.Run("Differential", func(t *testing.T) {
 		rapid.Check(t, func(rt *rapid.T) {
-			l := drawLimits(rt, v, 2, 3, false)
-			fake := clock.NewFake()
-			fake.Set(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start")))
-			lim, err := v.NewLimits(l, admit.WithClock(fake))
-			require.NoError(rt, err)
+			l, fake, lim := drawComposite(rt, v, 2, 3, false)
 			r := lim.(resetter)
 			oracle := NewCompositeOracle(l)
 			keys := []string{"a", "b"}

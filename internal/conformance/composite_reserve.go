@@ -183,11 +183,7 @@ func testCompositeReserve(t *testing.T, v CompositeVariant) {
 			t.Skip("no ReserveN")
 		}
 		rapid.Check(t, func(rt *rapid.T) {
-			l := drawLimits(rt, v, 2, 3, true)
-			fake := clock.NewFake()
-			fake.Set(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start")))
-			lim, err := v.NewLimits(l, admit.WithClock(fake))
-			require.NoError(rt, err)
+			l, fake, lim := drawComposite(rt, v, 2, 3, true)
 			kr, ok := lim.(keyedReserver)
 			if !ok {
 				rt.Fatalf("NewLimits(%v) has no ReserveN, but NewLimits(%v) has", l, mustLimits(rt, "token-bucket,1,1s + token-bucket,3,1m"))
@@ -195,12 +191,10 @@ func testCompositeReserve(t *testing.T, v CompositeVariant) {
 			oracle := NewCompositeOracle(l)
 			keys := []string{"a", "b"}
 			for i := range rapid.IntRange(1, 60).Draw(rt, "ops") {
-				if moveClock(rt, fake, l) {
+				key, n, now, call := drawCall(rt, fake, l, keys, l.Limit())
+				if !call {
 					continue
 				}
-				n := rapid.IntRange(-1, l.Limit()+1).Draw(rt, "n")
-				key := rapid.SampledFrom(keys).Draw(rt, "key")
-				now := fake.Now()
 				if rapid.Bool().Draw(rt, "reserve") {
 					maxWait := rapid.SampledFrom([]time.Duration{0, l.At(0).Window / 2, admit.Never}).Draw(rt, "maxWait")
 					d, ok, _ := oracle.Reserve(key, now, n, maxWait)
