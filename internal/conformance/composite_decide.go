@@ -197,23 +197,10 @@ func largestLimit(l admit.Limits) int {
 	return m
 }
 
-// moveClock moves fake as testDifferential does, by the window of one of
-// l's rules: forwards by up to two windows, by a few nanoseconds, or back
-// by up to one window (the next readings are stale). It reports whether it
-// moved the clock; otherwise the caller makes a call.
-func moveClock(rt *rapid.T, fake *clock.Fake, l admit.Limits) bool {
-	w := int64(l.At(rapid.IntRange(0, l.Len()-1).Draw(rt, "rule")).Window)
-	switch rapid.IntRange(0, 9).Draw(rt, "op") {
-	case 0, 1:
-		fake.Advance(time.Duration(rapid.Int64Range(0, 2*w).Draw(rt, "advance")))
-	case 2:
-		fake.Advance(time.Duration(rapid.Int64Range(0, 10).Draw(rt, "nudge")))
-	case 3:
-		fake.Set(fake.Now() - time.Duration(rapid.Int64Range(0, w).Draw(rt, "back")))
-	default:
-		return false
-	}
-	return true
+// drawWindow draws the window of one of l's rules, by which a composite
+// differential check moves its clock (moveClock).
+func drawWindow(rt *rapid.T, l admit.Limits) time.Duration {
+	return l.At(rapid.IntRange(0, l.Len()-1).Draw(rt, "rule")).Window
 }
 
 // drawComposite draws Limits as drawLimits does and a fake clock at a
@@ -228,11 +215,11 @@ func drawComposite(rt *rapid.T, v CompositeVariant, lo, hi int, tbOnly bool) (ad
 	return l, fake, lim
 }
 
-// drawCall draws one operation of a differential check: a move of fake
-// (moveClock), or a call, for which it returns the key (one of keys), n
+// drawCall draws one operation of a composite differential check: a move
+// of fake (moveClock, by the window of one of l's rules), or a call, for which it returns the key (one of keys), n
 // (from -1 to top+1), the clock's reading and true.
 func drawCall(rt *rapid.T, fake *clock.Fake, l admit.Limits, keys []string, top int) (key string, n int, now time.Duration, call bool) {
-	if moveClock(rt, fake, l) {
+	if moveClock(rt, fake, drawWindow(rt, l)) {
 		return "", 0, 0, false
 	}
 	n = rapid.IntRange(-1, top+1).Draw(rt, "n")
@@ -370,7 +357,7 @@ func testCompositeReset(t *testing.T, v CompositeVariant) {
 			oracle := NewCompositeOracle(l)
 			keys := []string{"a", "b"}
 			for i := range rapid.IntRange(1, 50).Draw(rt, "ops") {
-				if moveClock(rt, fake, l) {
+				if moveClock(rt, fake, drawWindow(rt, l)) {
 					continue
 				}
 				key := rapid.SampledFrom(keys).Draw(rt, "key")
