@@ -209,17 +209,3 @@ var snapHeld = new(kernel.PartState)
 func (c *snapCell) load() compVal { return compVal{p: c.p.Load()} }
 
 func (c *snapCell) cas(old, v compVal) bool { return c.p.CompareAndSwap(old.p, v.p) }
-
-// The methods of compSingle (limits.go).
-
-func (c *snapCell) decideWhich(k *compKernel, now time.Duration, n int) (kernel.Verdict, int) {
-	return compDecide(k, c, unsafe.Pointer(c), now, n)
-}
-
-func (c *snapCell) reserve(k *compKernel, now time.Duration, n int, maxWait time.Duration) (time.Duration, bool, uint64) {
-	return compReserve(k, c, unsafe.Pointer(c), now, n, maxWait)
-}
-
-func (c *snapCell) cancel(k *compKernel, ticket uint64, now time.Duration) bool {
-	return compCancel(k, c, unsafe.Pointer(c), ticket, now)
-}

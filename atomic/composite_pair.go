@@ -8,7 +8,6 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/clock"
 	"github.com/admit-go/admit/internal/hook"
-	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/reservation"
 )
 
@@ -53,20 +52,6 @@ func (c *pairCell) load() compVal {
 func (c *pairCell) cas(old, v compVal) bool {
 	_, _, ok := cas128(&c.w[c.pairAt()], old.a, old.b, v.a, v.b)
 	return ok
-}
-
-// The methods of compSingle (limits.go).
-
-func (c *pairCell) decideWhich(k *compKernel, now time.Duration, n int) (kernel.Verdict, int) {
-	return compDecide(k, c, unsafe.Pointer(c), now, n)
-}
-
-func (c *pairCell) reserve(k *compKernel, now time.Duration, n int, maxWait time.Duration) (time.Duration, bool, uint64) {
-	return compReserve(k, c, unsafe.Pointer(c), now, n, maxWait)
-}
-
-func (c *pairCell) cancel(k *compKernel, ticket uint64, now time.Duration) bool {
-	return compCancel(k, c, unsafe.Pointer(c), ticket, now)
 }
 
 // pairLimiter is the single-key composite in the pair form, whose Allow
@@ -139,12 +124,12 @@ func (l *pairLimiter) Allow() (d admit.Decision) {
 
 // ReserveN implements [admit.Reserver]: it reserves n in both rules.
 func (l *pairReserver) ReserveN(n int, maxWait time.Duration) (admit.Reservation, bool) {
-	d, ok, t := l.c.reserve(l.k, l.clock.Now(), n, maxWait)
+	d, ok, t := compReserve(l.k, &l.c, unsafe.Pointer(&l.c), l.clock.Now(), n, maxWait)
 	return reservation.New(d, n, t), ok
 }
 
 // CancelReservation implements [admit.Reserver]: it gives the reservation
 // back in both rules.
 func (l *pairReserver) CancelReservation(r admit.Reservation) bool {
-	return l.c.cancel(l.k, reservation.Ticket(r), l.clock.Now())
+	return compCancel(l.k, &l.c, unsafe.Pointer(&l.c), reservation.Ticket(r), l.clock.Now())
 }

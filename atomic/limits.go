@@ -3,10 +3,10 @@ package atomic
 import (
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/clockref"
-	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/plumb"
 	"github.com/admit-go/admit/internal/reservation"
 )
@@ -91,23 +91,11 @@ func limitsSettings(limits admit.Limits, opts []admit.Option) (plumb.Settings, e
 	return set, nil
 }
 
-// compSingle is a single-key composite's cell (snapCell, pairCell) with
-// what a composite adds: the index of the part that bound a decision, and
-// reservations.
-type compSingle interface {
-	// decideWhich is compDecide on the cell.
-	decideWhich(k *compKernel, now time.Duration, n int) (v kernel.Verdict, which int)
-	// reserve is compReserve on the cell.
-	reserve(k *compKernel, now time.Duration, n int, maxWait time.Duration) (d time.Duration, ok bool, ticket uint64)
-	// cancel is compCancel on the cell.
-	cancel(k *compKernel, ticket uint64, now time.Duration) bool
-}
-
-// limitsLimiter is the single-key composite, its cell C: an
-// admit.CompositeLimiter.
+// limitsLimiter is the single-key composite, its cell C (snapCell,
+// pairCell): an admit.CompositeLimiter.
 type limitsLimiter[C any, PC interface {
 	*C
-	compSingle
+	compCell
 }] struct {
 	c     C
 	k     *compKernel
@@ -118,7 +106,7 @@ type limitsLimiter[C any, PC interface {
 // also hand out reservations.
 type limitsReserver[C any, PC interface {
 	*C
-	compSingle
+	compCell
 }] struct {
 	limitsLimiter[C, PC]
 }
@@ -136,24 +124,24 @@ func (l *limitsLimiter[C, PC]) Allow() admit.Decision { return l.AllowN(1) }
 
 // AllowN decides a request for n, with the semantics of [admit.Limits].
 func (l *limitsLimiter[C, PC]) AllowN(n int) admit.Decision {
-	v, which := PC(&l.c).decideWhich(l.k, l.clock.Now(), n)
+	v, which := compDecide(l.k, PC(&l.c), unsafe.Pointer(&l.c), l.clock.Now(), n)
 	return l.k.decision(v, which)
 }
 
 // AllowNWhich implements [admit.CompositeLimiter].
 func (l *limitsLimiter[C, PC]) AllowNWhich(n int) (admit.Decision, int) {
-	v, which := PC(&l.c).decideWhich(l.k, l.clock.Now(), n)
+	v, which := compDecide(l.k, PC(&l.c), unsafe.Pointer(&l.c), l.clock.Now(), n)
 	return l.k.decision(v, which), which
 }
 
 // ReserveN implements [admit.Reserver]: it reserves n in every rule.
 func (l *limitsReserver[C, PC]) ReserveN(n int, maxWait time.Duration) (admit.Reservation, bool) {
-	d, ok, t := PC(&l.c).reserve(l.k, l.clock.Now(), n, maxWait)
+	d, ok, t := compReserve(l.k, PC(&l.c), unsafe.Pointer(&l.c), l.clock.Now(), n, maxWait)
 	return reservation.New(d, n, t), ok
 }
 
 // CancelReservation implements [admit.Reserver]: it gives the reservation
 // back in every rule.
 func (l *limitsReserver[C, PC]) CancelReservation(r admit.Reservation) bool {
-	return PC(&l.c).cancel(l.k, reservation.Ticket(r), l.clock.Now())
+	return compCancel(l.k, PC(&l.c), unsafe.Pointer(&l.c), reservation.Ticket(r), l.clock.Now())
 }

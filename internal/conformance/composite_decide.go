@@ -33,17 +33,7 @@ type compositeStep struct {
 func runCompositeSteps(t tester, v CompositeVariant, l admit.Limits, steps []compositeStep) {
 	t.Helper()
 	fake := clock.NewFake()
-	lim, err := v.NewLimits(l, admit.WithClock(fake))
-	require.NoError(t, err, "NewLimits(%v)", l)
-	ck, ok := lim.(compositeKeyed)
-	require.True(t, ok, "NewLimits(%v) has Limits and AllowNWhich", l)
-	var single admit.CompositeLimiter
-	if v.NewLimitsLimiter != nil {
-		s, err := v.NewLimitsLimiter(l, admit.WithClock(fake))
-		require.NoError(t, err, "NewLimitsLimiter(%v)", l)
-		single, ok = s.(admit.CompositeLimiter)
-		require.True(t, ok, "NewLimitsLimiter(%v) is an admit.CompositeLimiter", l)
-	}
+	ck, single := compositeLimiters(t, v, l, fake)
 	for i, st := range steps {
 		fake.Set(st.at)
 		if got, which := ck.AllowNWhich(st.key, st.n); got != st.want || which != st.which {
@@ -55,6 +45,24 @@ func runCompositeSteps(t tester, v CompositeVariant, l admit.Limits, steps []com
 			}
 		}
 	}
+}
+
+// compositeLimiters returns the keyed limiter of l and the single-key one
+// (nil when v has none), both on fake.
+func compositeLimiters(t tester, v CompositeVariant, l admit.Limits, fake *clock.Fake) (compositeKeyed, admit.CompositeLimiter) {
+	t.Helper()
+	lim, err := v.NewLimits(l, admit.WithClock(fake))
+	require.NoError(t, err, "NewLimits(%v)", l)
+	ck, ok := lim.(compositeKeyed)
+	require.True(t, ok, "NewLimits(%v) has Limits and AllowNWhich", l)
+	if v.NewLimitsLimiter == nil {
+		return ck, nil
+	}
+	s, err := v.NewLimitsLimiter(l, admit.WithClock(fake))
+	require.NoError(t, err, "NewLimitsLimiter(%v)", l)
+	single, ok := s.(admit.CompositeLimiter)
+	require.True(t, ok, "NewLimitsLimiter(%v) is an admit.CompositeLimiter", l)
+	return ck, single
 }
 
 // testCompositeWalkthrough: 2 per second and 3 per 10s on one key. The
@@ -137,18 +145,7 @@ func testCompositeAboveLimit(t *testing.T, v CompositeVariant) {
 	swapped, err := admit.NewLimits(ex.At(1), ex.At(0))
 	require.NoError(t, err)
 	for _, l := range []admit.Limits{ex, swapped} {
-		fake := clock.NewFake()
-		lim, err := v.NewLimits(l, admit.WithClock(fake))
-		require.NoError(t, err, "NewLimits(%v)", l)
-		ck, ok := lim.(compositeKeyed)
-		require.True(t, ok, "NewLimits(%v) has Limits and AllowNWhich", l)
-		var single admit.CompositeLimiter
-		if v.NewLimitsLimiter != nil {
-			s, err := v.NewLimitsLimiter(l, admit.WithClock(fake))
-			require.NoError(t, err)
-			single, ok = s.(admit.CompositeLimiter)
-			require.True(t, ok, "NewLimitsLimiter(%v) is an admit.CompositeLimiter", l)
-		}
+		ck, single := compositeLimiters(t, v, l, clock.NewFake())
 		for _, n := range []int{11, 1000, 1001, -1} {
 			which := 0 // the first rule that can never admit n binds
 			for n >= 0 && l.At(which).Limit >= n {
@@ -162,7 +159,7 @@ func testCompositeAboveLimit(t *testing.T, v CompositeVariant) {
 				assert.True(t, got == want && w == which, "%v: AllowNWhich(%d) = %+v, rule %d; want %+v, rule %d", l, n, got, w, want, which)
 			}
 		}
-		assert.True(t, lim.AllowN("k", 10).Allowed, "%v: AllowN(10) after the refusals: nothing was charged", l)
+		assert.True(t, ck.AllowN("k", 10).Allowed, "%v: AllowN(10) after the refusals: nothing was charged", l)
 		if single != nil {
 			assert.True(t, single.AllowN(10).Allowed, "%v: AllowN(10) after the refusals: nothing was charged", l)
 		}
@@ -200,23 +197,34 @@ func largestLimit(l admit.Limits) int {
 	return m
 }
 
-// moveClock moves fake as testDifferential does, by the window of one of
-// l's rules: forwards by up to two windows, by a few nanoseconds, or back
-// by up to one window (the next readings are stale). It reports whether it
-// moved the clock; otherwise the caller makes a call.
-func moveClock(rt *rapid.T, fake *clock.Fake, l admit.Limits) bool {
-	w := int64(l.At(rapid.IntRange(0, l.Len()-1).Draw(rt, "rule")).Window)
-	switch rapid.IntRange(0, 9).Draw(rt, "op") {
-	case 0, 1:
-		fake.Advance(time.Duration(rapid.Int64Range(0, 2*w).Draw(rt, "advance")))
-	case 2:
-		fake.Advance(time.Duration(rapid.Int64Range(0, 10).Draw(rt, "nudge")))
-	case 3:
-		fake.Set(fake.Now() - time.Duration(rapid.Int64Range(0, w).Draw(rt, "back")))
-	default:
-		return false
+// drawWindow draws the window of one of l's rules, by which a composite
+// differential check moves its clock (moveClock).
+func drawWindow(rt *rapid.T, l admit.Limits) time.Duration {
+	return l.At(rapid.IntRange(0, l.Len()-1).Draw(rt, "rule")).Window
+}
+
+// drawComposite draws Limits as drawLimits does and a fake clock at a
+// reading within an hour of 0, and returns them and v's keyed limiter of
+// the Limits on that clock.
+func drawComposite(rt *rapid.T, v CompositeVariant, lo, hi int, tbOnly bool) (admit.Limits, *clock.Fake, admit.KeyedLimiter) {
+	l := drawLimits(rt, v, lo, hi, tbOnly)
+	fake := clock.NewFake()
+	fake.Set(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start")))
+	lim, err := v.NewLimits(l, admit.WithClock(fake))
+	require.NoError(rt, err)
+	return l, fake, lim
+}
+
+// drawCall draws one operation of a composite differential check: a move
+// of fake (moveClock, by the window of one of l's rules), or a call, for which it returns the key (one of keys), n
+// (from -1 to top+1), the clock's reading and true.
+func drawCall(rt *rapid.T, fake *clock.Fake, l admit.Limits, keys []string, top int) (key string, n int, now time.Duration, call bool) {
+	if moveClock(rt, fake, drawWindow(rt, l)) {
+		return "", 0, 0, false
 	}
-	return true
+	n = rapid.IntRange(-1, top+1).Draw(rt, "n")
+	key = rapid.SampledFrom(keys).Draw(rt, "key")
+	return key, n, fake.Now(), true
 }
 
 // compositeDifferential drives the variant and the kernel oracle with the
@@ -225,17 +233,14 @@ func moveClock(rt *rapid.T, fake *clock.Fake, l admit.Limits) bool {
 // Decisions and, through AllowNWhich, the same binding rule.
 func compositeDifferential(v CompositeVariant) func(*rapid.T) {
 	return func(rt *rapid.T) {
-		l := drawLimits(rt, v, 1, 4, false)
-		fake := clock.NewFake()
-		fake.Set(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start")))
-		keyed, err := v.NewLimits(l, admit.WithClock(fake))
-		require.NoError(rt, err)
+		l, fake, keyed := drawComposite(rt, v, 1, 4, false)
 		ck, composite := keyed.(compositeKeyed)
 		if l.Len() > 1 && !composite {
 			rt.Fatalf("NewLimits(%v) has no AllowNWhich", l)
 		}
 		var single admit.Limiter
 		if v.NewLimitsLimiter != nil {
+			var err error
 			single, err = v.NewLimitsLimiter(l, admit.WithClock(fake))
 			require.NoError(rt, err)
 		}
@@ -243,12 +248,10 @@ func compositeDifferential(v CompositeVariant) func(*rapid.T) {
 		oracle := NewCompositeOracle(l)
 		keys := []string{"a", "b", "c"}
 		for i := range rapid.IntRange(1, 60).Draw(rt, "ops") {
-			if moveClock(rt, fake, l) {
+			key, n, now, call := drawCall(rt, fake, l, keys, largestLimit(l))
+			if !call {
 				continue
 			}
-			n := rapid.IntRange(-1, largestLimit(l)+1).Draw(rt, "n")
-			key := rapid.SampledFrom(keys).Draw(rt, "key")
-			now := fake.Now()
 			want, wantWhich := oracle.Allow(key, now, n)
 			which := wantWhich
 			var got admit.Decision
@@ -349,16 +352,12 @@ func testCompositeReset(t *testing.T, v CompositeVariant) {
 	})
 	t.Run("Differential", func(t *testing.T) {
 		rapid.Check(t, func(rt *rapid.T) {
-			l := drawLimits(rt, v, 2, 3, false)
-			fake := clock.NewFake()
-			fake.Set(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start")))
-			lim, err := v.NewLimits(l, admit.WithClock(fake))
-			require.NoError(rt, err)
+			l, fake, lim := drawComposite(rt, v, 2, 3, false)
 			r := lim.(resetter)
 			oracle := NewCompositeOracle(l)
 			keys := []string{"a", "b"}
 			for i := range rapid.IntRange(1, 50).Draw(rt, "ops") {
-				if moveClock(rt, fake, l) {
+				if moveClock(rt, fake, drawWindow(rt, l)) {
 					continue
 				}
 				key := rapid.SampledFrom(keys).Draw(rt, "key")

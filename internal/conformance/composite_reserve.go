@@ -143,16 +143,7 @@ func testCompositeReserve(t *testing.T, v CompositeVariant) {
 			fake.Set(0)
 			reserve, cancel, allow := of("k")
 			allow(1)
-			rA := reserve(1)
-			require.Positive(t, rA.Delay, name)
-			copyA := rA
-			require.True(t, cancel(rA), name)
-			rB := reserve(1)
-			require.Equal(t, rA.Delay, rB.Delay, name)
-			require.False(t, cancel(rA), "%s: A was cancelled already", name)
-			require.False(t, cancel(copyA), "%s: a copy of A too", name)
-			rC := reserve(1)
-			require.GreaterOrEqual(t, rC.Delay, rB.Delay+time.Second, "%s: C waits behind B", name)
+			cancelTwice(t, name, reserve, cancel, time.Second)
 		}
 	})
 	t.Run("OtherKey", func(t *testing.T) {
@@ -192,11 +183,7 @@ func testCompositeReserve(t *testing.T, v CompositeVariant) {
 			t.Skip("no ReserveN")
 		}
 		rapid.Check(t, func(rt *rapid.T) {
-			l := drawLimits(rt, v, 2, 3, true)
-			fake := clock.NewFake()
-			fake.Set(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(rt, "start")))
-			lim, err := v.NewLimits(l, admit.WithClock(fake))
-			require.NoError(rt, err)
+			l, fake, lim := drawComposite(rt, v, 2, 3, true)
 			kr, ok := lim.(keyedReserver)
 			if !ok {
 				rt.Fatalf("NewLimits(%v) has no ReserveN, but NewLimits(%v) has", l, mustLimits(rt, "token-bucket,1,1s + token-bucket,3,1m"))
@@ -204,12 +191,10 @@ func testCompositeReserve(t *testing.T, v CompositeVariant) {
 			oracle := NewCompositeOracle(l)
 			keys := []string{"a", "b"}
 			for i := range rapid.IntRange(1, 60).Draw(rt, "ops") {
-				if moveClock(rt, fake, l) {
+				key, n, now, call := drawCall(rt, fake, l, keys, l.Limit())
+				if !call {
 					continue
 				}
-				n := rapid.IntRange(-1, l.Limit()+1).Draw(rt, "n")
-				key := rapid.SampledFrom(keys).Draw(rt, "key")
-				now := fake.Now()
 				if rapid.Bool().Draw(rt, "reserve") {
 					maxWait := rapid.SampledFrom([]time.Duration{0, l.At(0).Window / 2, admit.Never}).Draw(rt, "maxWait")
 					d, ok, _ := oracle.Reserve(key, now, n, maxWait)
@@ -237,13 +222,7 @@ func CompositeHeldMemoryReturns(t *testing.T, v CompositeVariant) {
 	if v.Remote {
 		t.Fatalf("conformance.CompositeHeldMemoryReturns(%s): a remote variant has no local store", v.Name)
 	}
-	n := 20_000 // a composite's hold is about 1 KiB
-	switch {
-	case raceEnabled:
-		n = 5_000
-	case testing.Short():
-		n = 10_000
-	}
+	n := memoryKeys(20_000, 5_000, 10_000) // a composite's hold is about 1 KiB
 	l := mustLimits(t, "token-bucket,5,1s + token-bucket,50,1m")
 	fake := clock.NewFake()
 	fake.Set(time.Hour)

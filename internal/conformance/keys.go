@@ -19,9 +19,7 @@ import (
 // calls, that a waiter let through after a full-store refusal was charged,
 // and that the key count behind admit.WithMaxKeys stays exact.
 func runKeys(t *testing.T, v Variant, alg admit.Algorithm) {
-	t.Run("FullStoreRetryAfter", func(t *testing.T) { testFullStoreRetryAfter(t, v, alg) })
-	t.Run("WaitKeyFullStore", func(t *testing.T) { testWaitKeyFullStore(t, v, alg) })
-	t.Run("KeyCount", func(t *testing.T) { testKeyCount(t, v, alg) })
+	runChecks(t, v, alg, testFullStoreRetryAfter, testWaitKeyFullStore, testKeyCount)
 }
 
 // testFullStoreRetryAfter checks the RetryAfter of a new key denied by a full

@@ -58,23 +58,37 @@ func heapInUse() int64 {
 	return int64(m.HeapAlloc)
 }
 
-// testMemoryReturns stores many keys, lets them all go idle, sweeps, and
-// checks that the store is empty and most of its heap is back (a Go map
-// keeps its buckets after deletions, so a store must rebuild its maps).
-func testMemoryReturns(t *testing.T, v Variant, alg admit.Algorithm) {
-	n := 200_000
+// memoryKeys is the number of keys a memory check stores: full, or fewer
+// under the race detector (race) and -short (short).
+func memoryKeys(full, race, short int) int {
 	switch {
 	case raceEnabled:
-		n = 10_000
+		return race
 	case testing.Short():
-		n = 50_000
+		return short
 	}
-	rule := admit.Rule{Algorithm: alg, Limit: 10, Window: time.Second}
+	return full
+}
+
+// memoryLimiter returns v's limiter of rule on a fake clock set to an hour,
+// the clock, and the heap in use before the limiter was built.
+func memoryLimiter(t *testing.T, v Variant, rule admit.Rule) (admit.KeyedLimiter, *clock.Fake, int64) {
+	t.Helper()
 	fake := clock.NewFake()
 	fake.Set(time.Hour)
 	base := heapInUse()
 	lim, err := v.New(rule, admit.WithClock(fake))
 	require.NoError(t, err)
+	return lim, fake, base
+}
+
+// testMemoryReturns stores many keys, lets them all go idle, sweeps, and
+// checks that the store is empty and most of its heap is back (a Go map
+// keeps its buckets after deletions, so a store must rebuild its maps).
+func testMemoryReturns(t *testing.T, v Variant, alg admit.Algorithm) {
+	n := memoryKeys(200_000, 10_000, 50_000)
+	rule := admit.Rule{Algorithm: alg, Limit: 10, Window: time.Second}
+	lim, fake, base := memoryLimiter(t, v, rule)
 	store := lim.(storeLimiter)
 	var kb keyBuf
 	for i := range n {
@@ -104,19 +118,9 @@ func testHeldMemoryReturns(t *testing.T, v Variant, alg admit.Algorithm) {
 	if alg != admit.TokenBucket {
 		t.Skip("only a token bucket's reservations hold a key")
 	}
-	n := 40_000
-	switch {
-	case raceEnabled:
-		n = 10_000
-	case testing.Short():
-		n = 20_000
-	}
+	n := memoryKeys(40_000, 10_000, 20_000)
 	rule := admit.Rule{Algorithm: alg, Limit: 5, Window: time.Second}
-	fake := clock.NewFake()
-	fake.Set(time.Hour)
-	base := heapInUse()
-	lim, err := v.New(rule, admit.WithClock(fake))
-	require.NoError(t, err)
+	lim, fake, base := memoryLimiter(t, v, rule)
 	res, ok := lim.(keyedReserver)
 	if !ok {
 		t.Skip("no ReserveN")

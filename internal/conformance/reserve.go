@@ -124,16 +124,7 @@ func testCancel(t *testing.T, v Variant, alg admit.Algorithm) {
 			for name, of := range reservers(t, v, rule, fake) {
 				reserve, cancel, allow := of("k")
 				require.True(t, allow(rule.Limit).Allowed, name)
-				rA := reserve(1)
-				require.Positive(t, rA.Delay, name)
-				copyA := rA
-				require.True(t, cancel(rA), name)
-				rB := reserve(1)
-				require.Equal(t, rA.Delay, rB.Delay, name)
-				require.False(t, cancel(rA), "%s: A was cancelled already", name)
-				require.False(t, cancel(copyA), "%s: a copy of A too", name)
-				rC := reserve(1)
-				require.GreaterOrEqual(t, rC.Delay, rB.Delay+slot, "%s: C waits behind B", name)
+				cancelTwice(t, name, reserve, cancel, slot)
 			}
 		})
 		t.Run("StaleReading/"+text, func(t *testing.T) {
@@ -201,4 +192,22 @@ func testReserveAllocs(t *testing.T, v Variant, rule admit.Rule, fake *clock.Fak
 		cycle()
 		assert.Zero(t, testing.AllocsPerRun(1000, cycle), "%v: allocations per ReserveN and CancelReservation (%s)", rule, name)
 	}
+}
+
+// cancelTwice checks a reservation cancelled twice on a spent key (named
+// name): A, reserved and cancelled, is taken again by B with the same
+// delay; cancelling A again, or a copy of A, gives nothing back; and C,
+// reserved next, waits at least slot behind B.
+func cancelTwice(t *testing.T, name string, reserve func(int) admit.Reservation, cancel func(admit.Reservation) bool, slot time.Duration) {
+	t.Helper()
+	rA := reserve(1)
+	require.Positive(t, rA.Delay, name)
+	copyA := rA
+	require.True(t, cancel(rA), name)
+	rB := reserve(1)
+	require.Equal(t, rA.Delay, rB.Delay, name)
+	require.False(t, cancel(rA), "%s: A was cancelled already", name)
+	require.False(t, cancel(copyA), "%s: a copy of A too", name)
+	rC := reserve(1)
+	require.GreaterOrEqual(t, rC.Delay, rB.Delay+slot, "%s: C waits behind B", name)
 }

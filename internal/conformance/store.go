@@ -74,18 +74,10 @@ type storeLimiter interface {
 // the full-store policy (fullstore.go), the memory a store holds and
 // gives back (memory.go), and its statistics (stats.go).
 func runStore(t *testing.T, v Variant, alg admit.Algorithm) {
-	t.Run("EvictionEquivalence", func(t *testing.T) { testEvictionEquivalence(t, v, alg) })
-	t.Run("IncrementalEvictionEquivalence", func(t *testing.T) { testIncrementalEvictionEquivalence(t, v, alg) })
-	t.Run("EvictionRace", func(t *testing.T) { testEvictionRace(t, v, alg) })
-	t.Run("StaleReadingAfterEviction", func(t *testing.T) { testStaleReadingAfterEviction(t, v, alg) })
-	t.Run("EvictionHammer", func(t *testing.T) { testEvictionHammer(t, v, alg) })
-	t.Run("FullStore", func(t *testing.T) { testFullStore(t, v, alg) })
-	t.Run("FullStoreSeeds", func(t *testing.T) { testFullStoreSeeds(t, v, alg) })
-	t.Run("Churn", func(t *testing.T) { testChurn(t, v, alg) })
-	t.Run("Flood", func(t *testing.T) { testFlood(t, v, alg) })
-	t.Run("MemoryReturns", func(t *testing.T) { testMemoryReturns(t, v, alg) })
-	t.Run("HeldMemoryReturns", func(t *testing.T) { testHeldMemoryReturns(t, v, alg) })
-	t.Run("Stats", func(t *testing.T) { testStats(t, v, alg) })
+	runChecks(t, v, alg, testEvictionEquivalence, testIncrementalEvictionEquivalence,
+		testEvictionRace, testStaleReadingAfterEviction, testEvictionHammer,
+		testFullStore, testFullStoreSeeds, testChurn, testFlood,
+		testMemoryReturns, testHeldMemoryReturns, testStats)
 }
 
 // horizon is the longest a key's state takes to become fresh after its last

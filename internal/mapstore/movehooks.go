@@ -48,16 +48,4 @@ func (l *store[KT, S]) holdCount() int {
 	return n
 }
 
-// countIs probes the count with Reserve (which counts one more only below
-// the bound it is given) and gives back what the probe counted.
-func (l *store[KT, S]) countIs(n int) bool {
-	if l.keys.Reserve(int64(n)) { // fewer than n
-		l.keys.Release(1)
-		return false
-	}
-	if !l.keys.Reserve(int64(n) + 1) { // more than n
-		return false
-	}
-	l.keys.Release(1)
-	return true
-}
+func (l *store[KT, S]) countIs(n int) bool { return l.keys.CountIs(n) }

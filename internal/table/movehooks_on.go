@@ -36,18 +36,6 @@ func Holds(lim admit.KeyedLimiter) int {
 }
 
 // CountIs reports whether lim, a table, counts exactly n keys against
-// WithMaxKeys, probing its count with Reserve (which counts one more only
-// below the bound it is given) and giving back what the probe counted. It
-// must not race other calls of the table.
-func CountIs(lim admit.KeyedLimiter, n int) bool {
-	t := of(lim)
-	if t.keys.Reserve(int64(n)) { // fewer than n
-		t.keys.Release(1)
-		return false
-	}
-	if !t.keys.Reserve(int64(n) + 1) { // more than n
-		return false
-	}
-	t.keys.Release(1)
-	return true
-}
+// WithMaxKeys (keyed.Counter.CountIs). It must not race other calls of the
+// table.
+func CountIs(lim admit.KeyedLimiter, n int) bool { return of(lim).keys.CountIs(n) }
