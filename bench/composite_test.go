@@ -183,8 +183,10 @@ func TestCompositeRows(t *testing.T) {
 				}
 				continue
 			}
+			// Every keyed store is a CompositeStore; one of one rule is
+			// the rule's store, an admit.Store, with its Rule.
 			if _, ok := l.(admit.Store); ok != (lc.limits.Len() == 1) {
-				t.Errorf("%s keyed: %T is New's admit.Store: %v, want %v", name, l, ok, lc.limits.Len() == 1)
+				t.Errorf("%s keyed: %T is a Store: %v, want %v", name, l, ok, lc.limits.Len() == 1)
 			}
 			for i := range 5000 {
 				if k := keys[i%len(keys)]; !l.Allow(k).Allowed {

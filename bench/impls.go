@@ -452,6 +452,18 @@ func Keyeds() []KeyedRow {
 			rows = append(rows, f.keyedRow(coarseClock))
 		}
 	}
+	// The table (atomic.New) again with admit.WithHashedKeys (a 64-bit
+	// seeded hash kept in the slot instead of each key), token bucket only:
+	// the option changes the slot's key, the same for every algorithm, and
+	// the goals that ask for it (bytes per key, keyed speed) are stated for
+	// the token bucket.
+	for _, f := range admitForms {
+		if f.impl == "atomic-packed" && f.algo == admit.TokenBucket {
+			s := f
+			s.impl, s.keyed = AtomicHashed, withHashedKeys(admitatomic.New)
+			rows = append(rows, s.keyedRow(systemClock))
+		}
+	}
 	// The sharded store (the map store) has no single-key form: one keyed
 	// row per algorithm, with the locked rows' rules.
 	for _, f := range admitForms {
@@ -462,9 +474,7 @@ func Keyeds() []KeyedRow {
 		}
 	}
 	// The sharded store again with admit.WithHashedKeys (a 64-bit seeded
-	// hash kept instead of each key), token bucket only: the option changes
-	// the map's key, the same for every algorithm, and the goals that ask
-	// for it (bytes per key, keyed speed) are stated for the token bucket.
+	// hash kept instead of each key), token bucket only, as the table's.
 	for _, f := range admitForms {
 		if f.impl == "locked" && f.algo == admit.TokenBucket {
 			s := f
@@ -476,9 +486,12 @@ func Keyeds() []KeyedRow {
 	return rows
 }
 
-// ShardedHashed is the impl label of the sharded store with
-// admit.WithHashedKeys.
-const ShardedHashed = "sharded-hashed"
+// The impl labels of the keyed stores with admit.WithHashedKeys: the table
+// (atomic.New) and the map store (sharded.New).
+const (
+	AtomicHashed  = "atomic-hashed"
+	ShardedHashed = "sharded-hashed"
+)
 
 // withHashedKeys returns factory with admit.WithHashedKeys added to its
 // options.

@@ -28,9 +28,9 @@ table "Headline: one key, serial, admitted path: the floor (time.Since + one CAS
 table "Headline: hot key, every goroutine on one key, by -cpu (the unlabelled row is -cpu 1): x/time/rate and uber vs admit atomic (packed)" \
 	-filter ".name:HotKey /algo:token-bucket $ns" -row /gomaxprocs \
 	-col '/impl@(xtime-rate uber-ratelimit-nowait atomic-packed)'
-table "Headline: keyed, existing keys: go-limiter vs admit atomic (packed)" \
+table "Headline: keyed, existing keys: go-limiter vs admit atomic (the table, full and hashed keys) and sharded (the map store)" \
 	-filter ".name:Keyed /algo:token-bucket $ns" -row /keys,/dist \
-	-col '/impl@(go-limiter xtime-rate atomic-packed)'
+	-col '/impl@(go-limiter xtime-rate atomic-packed atomic-hashed sharded)'
 table "Floors" \
 	-filter ".name:Floor $ns" -row /op
 table "Serial, one key: every implementation, admitted and denied path (deny vs allow)" \

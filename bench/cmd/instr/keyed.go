@@ -55,11 +55,12 @@ const (
 )
 
 // keyedImpls are the keyed stores measured, token buckets all: admit's
-// three stores (atomic's table, locked's map, sharded's map store, also
-// with admit.WithHashedKeys) and go-limiter, the peer the keyed goals
-// compare with.
+// three stores (atomic's table and sharded's map store, each also with
+// admit.WithHashedKeys, and locked's map) and go-limiter, the peer the keyed
+// goals compare with.
 var keyedImpls = []keyedImpl{
 	{"atomic-packed", "token-bucket", viaKeyedClock, "admitatomic.New (the lock-free table)"},
+	{bench.AtomicHashed, "token-bucket", viaKeyedClock, "admitatomic.New (the lock-free table) with admit.WithHashedKeys()"},
 	{"locked", "token-bucket", viaKeyedClock, "locked.New"},
 	{"sharded", "token-bucket", viaKeyedClock, "sharded.New (the map store)"},
 	{bench.ShardedHashed, "token-bucket", viaKeyedClock, "sharded.New (the map store) with admit.WithHashedKeys()"},
