@@ -93,48 +93,9 @@ func (sh *shard[KT, S]) drop(mk KT, s *S) {
 	}
 }
 
-// Sweep implements [admit.Store].
-func (l *store[KT, S]) Sweep() int {
-	return l.sweepAt(keyed.Reading(l.clock.Now()))
-}
+// Sweep implements [admit.Store] (keyed.Sweep).
+func (l *store[KT, S]) Sweep() int { return keyed.Sweep(l.layout()) }
 
 // sweepAt evicts every key that is fresh at reading at, shard by shard, and
-// returns how many it evicted. Reading the clock once for all shards is
-// conservative: a state fresh at an older reading is fresh at every later one.
-func (l *store[KT, S]) sweepAt(at time.Duration) int {
-	total := 0
-	for i := range l.shards {
-		sh := &l.shards[i]
-		sh.mu.Lock()
-		n := 0
-		for mk, s := range sh.m {
-			if l.fresh(s, at) {
-				sh.drop(mk, s)
-				n++
-			}
-		}
-		l.evicted(sh, at, n)
-		sh.mu.Unlock()
-		total += n
-	}
-	return total
-}
-
-// reset forgets the key whose map key is mk and whose hash is h: its state
-// and the hold of its reservation, if it has one, so that its next call
-// decides as on a new key and no reservation made before can be cancelled
-// after. The deletion is under the shard's lock, with every call on the
-// key, which is its linearization point. The floor is not raised: the key
-// was not judged fresh, and a new key decides at max(reading, floor)
-// anyway.
-func (l *store[KT, S]) reset(mk KT, h uint64) {
-	sh := &l.shards[h>>l.shift]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	s := sh.m[mk]
-	if s == nil {
-		return
-	}
-	sh.drop(mk, s) // deletes by the caller's key: a deletion stores no key
-	l.keys.Left(1)
-}
+// returns how many it evicted (keyed.SweepAt).
+func (l *store[KT, S]) sweepAt(at time.Duration) int { return keyed.SweepAt(l.layout(), at) }

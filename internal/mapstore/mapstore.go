@@ -198,9 +198,6 @@ func (l *fullKeys[S]) Decide(key string, n int) (admit.Decision, int, bool) {
 	return d, which, moved
 }
 
-// Reset forgets key's state (see store.reset).
-func (l *fullKeys[S]) Reset(key string) { l.reset(key, maphash.String(l.seed, key)) }
-
 // hashedKeys is a store that keeps each key's seeded 64-bit hash instead of
 // the key (WithHashedKeys). The top bits choose the shard and the whole hash
 // is the map key, so two keys share a state only if all 64 bits collide.
@@ -223,12 +220,6 @@ func (l *hashedKeys[S]) Decide(key string, n int) (admit.Decision, int, bool) {
 	var moved bool
 	d, which := l.allow(key, h, h, n, &moved)
 	return d, which, moved
-}
-
-// Reset forgets key's state (see store.reset).
-func (l *hashedKeys[S]) Reset(key string) {
-	h := maphash.String(l.seed, key)
-	l.reset(h, h)
 }
 
 // allow decides a request for n on key, whose map key is mk and whose hash
@@ -315,22 +306,19 @@ func (l *store[KT, S]) add(sh *shard[KT, S], mk KT, s S, now time.Duration) (sto
 	return stored, 0
 }
 
-// Len implements [admit.Store].
-func (l *store[KT, S]) Len() int {
-	total := 0
-	for i := range l.shards {
-		sh := &l.shards[i]
-		sh.mu.Lock()
-		total += len(sh.m)
-		sh.mu.Unlock()
-	}
-	return total
-}
+// Len implements [admit.Store] (keyed.Len).
+func (l *store[KT, S]) Len() int { return keyed.Len(l.layout()) }
 
-// Stats implements [admit.Store]: Len, the WithMaxKeys bound, and
-// the evictions (evicted) and full-store denials (add) counted since the
-// store was built. It takes each shard's lock in turn, as Len does, and is
-// meant for a metrics scrape; the calls on stored keys count nothing.
-func (l *store[KT, S]) Stats() admit.StoreStats {
-	return l.keys.Stats(l.Len())
-}
+// Stats implements [admit.Store] (keyed.Stats): Len, the WithMaxKeys bound,
+// and the evictions (evicted) and full-store denials (add) counted since
+// the store was built. It takes each shard's lock in turn, as Len does,
+// and is meant for a metrics scrape; the calls on stored keys count
+// nothing.
+func (l *store[KT, S]) Stats() admit.StoreStats { return keyed.Stats(l.layout(), &l.keys) }
+
+// Reset implements [admit.Store] (keyed.Reset, layout.Retire): it forgets
+// key's state and the hold of its reservation, if it has one, so that its
+// next call decides as on a new key and no reservation made before can be
+// cancelled after. The deletion is under the shard's lock, with every call
+// on the key, which is its linearization point.
+func (l *store[KT, S]) Reset(key string) { keyed.Reset(l.layout(), &l.keys, key) }

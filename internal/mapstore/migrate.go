@@ -115,31 +115,11 @@ func (l *store[KT, S]) Put(key string, from []kernel.PartState) bool {
 	return true
 }
 
-// Keys implements [keyed.Mover]. It copies each shard's keys under the
-// shard's lock and calls yield with them after releasing it, so that yield
-// may call the store (Take the key, say). A store of hashed keys keeps no
-// keys to give and returns false at once.
-func (l *store[KT, S]) Keys(yield func(key string) bool) bool {
-	if l.clone == nil {
-		return false
-	}
-	var keys []string
-	for i := range l.shards {
-		sh := &l.shards[i]
-		keys = keys[:0]
-		sh.mu.Lock()
-		for mk := range sh.m {
-			keys = append(keys, any(mk).(string)) // the store's copy, never rewritten
-		}
-		sh.mu.Unlock()
-		for _, k := range keys {
-			if !yield(k) {
-				return true
-			}
-		}
-	}
-	return true
-}
+// Keys implements [keyed.Mover] (keyed.Keys): each shard's keys, copied
+// under its lock, yielded after releasing it, so that yield may call the
+// store (Take the key, say). A store of hashed keys keeps no keys to give
+// and returns false at once.
+func (l *store[KT, S]) Keys(yield func(key string) bool) bool { return keyed.Keys(l.layout(), yield) }
 
 // export writes the state *s to into as parts of the store's limits,
 // dispatching on the kernel as decide does. A sliding log's part is s

@@ -194,36 +194,23 @@ func (t *Table) pack(s *kernel.PartState) (w uint64, fits bool) {
 	}
 }
 
-// Keys implements [keyed.Mover]. It copies each shard's keys under the
-// shard's mutex and calls yield with them after releasing it, so yield may
-// call the store (Take a key, say). A store of hashed keys keeps no keys to
-// give and returns false at once.
-func (t *Table) Keys(yield func(key string) bool) bool {
-	if t.hashed {
-		return false
-	}
-	var keys []string
-	for s := range t.shards {
-		sh := &t.shards[s]
-		keys = keys[:0]
-		sh.mu.Lock()
-		if tb := sh.tab.Load(); tb != nil {
-			for i := range tb.n {
-				tag := tb.slot(i)[0].Load()
-				if tag == 0 || tb.slot(i)[1].Load() == t.tomb {
-					continue
-				}
-				keys = append(keys, tb.name(i))
+// Keys implements [keyed.Mover] (keyed.Keys): each shard's keys, copied
+// under its mutex, yielded without it. A store of hashed keys returns
+// false at once.
+func (t *Table) Keys(yield func(key string) bool) bool { return keyed.Keys(t.layout(), yield) }
+
+// appendKeys appends the keys of sh's table to keys. It requires sh.mu.
+func (t *Table) appendKeys(sh *shard, keys []string) []string {
+	if tb := sh.tab.Load(); tb != nil {
+		for i := range tb.n {
+			tag := tb.slot(i)[0].Load()
+			if tag == 0 || tb.slot(i)[1].Load() == t.tomb {
+				continue
 			}
-		}
-		sh.mu.Unlock()
-		for _, k := range keys {
-			if !yield(k) {
-				return true
-			}
+			keys = append(keys, tb.name(i))
 		}
 	}
-	return true
+	return keys
 }
 
 // name returns the key of slot i of a table of full keys: its bytes from

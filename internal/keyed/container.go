@@ -1,0 +1,132 @@
+package keyed
+
+import (
+	"math"
+	"time"
+
+	"github.com/admit-go/admit"
+)
+
+// Container is what a keyed store's layout gives the policy of this
+// package: its shards, each with a lock, and the operations on one shard's
+// keys that depend on how the container lays them out. Sh is its shard,
+// Loc where it finds a key within a shard (the key as it compares keys).
+// Every method but Shards, Locate, Lock, Now and Named requires the lock
+// of the shard it is given.
+//
+// The functions of this file (Len, Stats, Sweep, Reset, Keys) are the
+// policy's decision sequences over a Container, written once: which lock
+// is held when, what is counted against the Bound. None is on the path of
+// a decision on a stored key, which each container keeps for itself: a
+// decision there costs no call through this interface.
+type Container[Sh, Loc any] interface {
+	// Shards returns the shards, fixed when the store was built; their
+	// count is a power of two (MakeRoom).
+	Shards() []Sh
+	// Locate returns key's shard and where the shard finds key.
+	Locate(key string) (*Sh, Loc)
+	Lock(sh *Sh)
+	Unlock(sh *Sh)
+	// Now reads the store's clock.
+	Now() time.Duration
+	// Named reports whether the store keeps its keys (Keys has them to
+	// give): false for a store of hashed keys.
+	Named() bool
+
+	// Count returns how many keys the shard holds.
+	Count(sh *Sh) int
+	// AppendKeys appends the shard's keys to keys (Named stores only).
+	AppendKeys(sh *Sh, keys []string) []string
+	// Scan examines up to limit keys of the shard and evicts those fresh
+	// at reading at, raising the shard's floor to at and counting the
+	// evictions in the store's Bound (Counter.Evicted, Bound.Left); for
+	// the others, if soonest is not nil, it lowers *soonest to the time
+	// from now until they become fresh. It returns how many keys it
+	// examined and evicted. A limit of math.MaxInt examines every key.
+	Scan(sh *Sh, now, at time.Duration, limit int, soonest *time.Duration) (examined, evicted int)
+	// Retire forgets key's state and its hold, if any: a call after it
+	// decides as on a new key, and no reservation made before can be
+	// cancelled. It reports whether the key left the shard (a container
+	// may keep it, with a fresh key's state).
+	Retire(sh *Sh, at Loc, key string) (left bool)
+}
+
+// Len returns how many keys the store c holds, counting each shard under
+// its lock in turn.
+func Len[Sh, Loc any](c Container[Sh, Loc]) int {
+	shards := c.Shards()
+	total := 0
+	for i := range shards {
+		sh := &shards[i]
+		c.Lock(sh)
+		total += c.Count(sh)
+		c.Unlock(sh)
+	}
+	return total
+}
+
+// Stats is admit.Store's Stats for the store c, whose Bound is b: its Len,
+// the bound, and the evictions and full-store denials counted since it was
+// built. It is meant for a metrics scrape; a decision on a stored key
+// counts nothing.
+func Stats[Sh, Loc any](c Container[Sh, Loc], b *Bound) admit.StoreStats {
+	return b.Stats(Len(c))
+}
+
+// Sweep is admit.Store's Sweep: it evicts every key of c that is fresh at
+// the eviction reading (Reading), and returns how many it evicted.
+func Sweep[Sh, Loc any](c Container[Sh, Loc]) int { return SweepAt(c, Reading(c.Now())) }
+
+// SweepAt evicts every key of c fresh at reading at, shard by shard under
+// each shard's lock, and returns how many it evicted. Reading the clock
+// once for all shards is conservative: a state fresh at an older reading
+// is fresh at every later one.
+func SweepAt[Sh, Loc any](c Container[Sh, Loc], at time.Duration) int {
+	shards := c.Shards()
+	total := 0
+	for i := range shards {
+		sh := &shards[i]
+		c.Lock(sh)
+		_, n := c.Scan(sh, at, at, math.MaxInt, nil)
+		c.Unlock(sh)
+		total += n
+	}
+	return total
+}
+
+// Reset is admit.Store's Reset: under key's shard's lock, which every
+// change of the key's state holds or is ordered by (its linearization
+// point), it retires the key's state and hold, and uncounts the key if it
+// left the shard. The floor is not raised: the key was not judged fresh.
+func Reset[Sh, Loc any](c Container[Sh, Loc], b *Bound, key string) {
+	sh, at := c.Locate(key)
+	c.Lock(sh)
+	if c.Retire(sh, at, key) {
+		b.Left(1)
+	}
+	c.Unlock(sh)
+}
+
+// Keys is [Mover]'s: it copies each shard's keys under the shard's lock and
+// calls yield with them after releasing it, so that yield may call the
+// store (Take the key, say). A store of hashed keys has no keys to give and
+// returns false at once.
+func Keys[Sh, Loc any](c Container[Sh, Loc], yield func(key string) bool) bool {
+	if !c.Named() {
+		return false
+	}
+	shards := c.Shards()
+	var keys []string
+	for i := range shards {
+		sh := &shards[i]
+		c.Lock(sh)
+		keys = c.AppendKeys(sh, keys[:0])
+		c.Unlock(sh)
+		for _, k := range keys {
+			if !yield(k) {
+				return true
+			}
+		}
+	}
+	return true
+}
