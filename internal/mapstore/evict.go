@@ -6,15 +6,6 @@ import (
 	"github.com/admit-go/admit/internal/keyed"
 )
 
-// sweep examines up to limit keys of sh, from a random place (a Go map's range
-// starts at one), and evicts those whose state is fresh at the eviction
-// reading for now. The check and the deletion are under sh.mu, which every
-// call holds for its whole work: no call can be using a state it deletes.
-// It requires that sh.mu is held.
-func (l *store[KT, S]) sweep(sh *shard[KT, S], now time.Duration, limit int) {
-	l.scan(sh, now, keyed.Reading(now), limit, nil)
-}
-
 // evicted records that n keys of sh were evicted as fresh at reading at:
 // it raises the shard's floor, counts the evictions (Stats), uncounts the
 // keys and rebuilds the map if it has shrunk enough. It requires that sh.mu
@@ -38,26 +29,14 @@ func (l *store[KT, S]) evicted(sh *shard[KT, S], at time.Duration, n int) {
 	}
 }
 
-// makeRoom applies the full-store policy (keyed.MakeRoom) for a new key of
-// own, whose lock the caller holds; it only TryLocks the other shards.
-func (l *store[KT, S]) makeRoom(own *shard[KT, S], now time.Duration) (time.Duration, bool) {
-	return keyed.MakeRoom(&l.keys.Counter, l.keys.Max(), l.shards, own, now, l.horizon,
-		func(sh *shard[KT, S], isOwn bool, at time.Duration, limit int, soonest *time.Duration) (int, int) {
-			if !isOwn {
-				if !sh.mu.TryLock() {
-					return 0, 0
-				}
-				defer sh.mu.Unlock()
-			}
-			return l.scan(sh, now, at, limit, soonest)
-		})
-}
-
-// scan examines up to limit keys of sh, from a random place, and evicts those
-// fresh at reading at; for the others, if soonest is not nil, it lowers
-// *soonest to the time from now until they become fresh. It returns how
-// many keys it examined and evicted.
-// It requires that sh.mu is held.
+// scan examines up to limit keys of sh, from a random place (a Go map's
+// range starts at one), and evicts those fresh at reading at; for the
+// others, if soonest is not nil, it lowers *soonest to the time from now
+// until they become fresh. It returns how many keys it examined and
+// evicted. It is the layout's Scan, which keyed.Add (an insertion's sweep
+// and the full-store policy) and keyed.Sweep run. The check and the
+// deletion are under sh.mu, which every call holds for its whole work: no
+// call can be using a state it deletes. It requires that sh.mu is held.
 func (l *store[KT, S]) scan(sh *shard[KT, S], now, at time.Duration, limit int, soonest *time.Duration) (examined, evicted int) {
 	for mk, s := range sh.m {
 		if examined == limit {

@@ -99,40 +99,25 @@ func (t *Table) slotKey(tb *tab, i, tag uint64) recKey {
 }
 
 // evicted records that n keys of sh were evicted: it counts the evictions
-// (Stats), then removed uncounts the keys. It requires sh.mu.
+// (Stats), uncounts the keys and shrinks the table (shrink). It requires
+// sh.mu.
 func (t *Table) evicted(sh *shard, n int) {
 	if n == 0 {
 		return
 	}
 	t.keys.Evicted(n)
-	t.removed(sh, n)
+	t.keys.Left(n)
+	t.shrink(sh)
 }
 
-// removed records that n keys left sh, evicted or taken (Take, which is no
-// eviction): it uncounts them and rebuilds the table smaller once it holds
-// fewer keys than an eighth of its slots (the copy, at most an eighth of
-// the slots, is paid for by the removals since the table was built). It
-// requires sh.mu.
-func (t *Table) removed(sh *shard, n int) {
-	t.keys.Left(n)
+// shrink rebuilds sh's table smaller once it holds fewer keys than an
+// eighth of its slots, after keys left it (evicted or taken): the copy, at
+// most an eighth of the slots, is paid for by the removals since the table
+// was built. It requires sh.mu.
+func (t *Table) shrink(sh *shard) {
 	if tb := sh.tab.Load(); tb.n > minSlots && uint64(tb.live) < tb.n/8 {
 		t.rebuild(sh, tb, size(tb.live))
 	}
-}
-
-// makeRoom applies the full-store policy (keyed.MakeRoom) for a new key of
-// own, whose mutex the caller holds; it only TryLocks the other shards.
-func (t *Table) makeRoom(own *shard, now time.Duration) (time.Duration, bool) {
-	return keyed.MakeRoom(&t.keys.Counter, t.keys.Max(), t.shards, own, now, t.horizon,
-		func(sh *shard, isOwn bool, at time.Duration, limit int, soonest *time.Duration) (int, int) {
-			if !isOwn {
-				if !sh.mu.TryLock() {
-					return 0, 0
-				}
-				defer sh.mu.Unlock()
-			}
-			return t.sweep(sh, now, at, limit, soonest)
-		})
 }
 
 // Sweep implements [admit.Store] (keyed.Sweep): it evicts every key fresh

@@ -112,7 +112,7 @@ type Table struct {
 	mix     [3]uint64 // the seeds of mixKey, random per store
 	horizon time.Duration
 	shards  []shard
-	keys    keyed.Bound // WithMaxKeys: keys stored (when bounded), Stats' counts, makeRoom's cursor
+	keys    keyed.Bound // WithMaxKeys: keys stored (when bounded), Stats' counts, MakeRoom's cursor
 
 	// pause is the tests' pause point (pause_on.go), in builds with the tag
 	// admittest only; in a normal build it is empty and never read.
