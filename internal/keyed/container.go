@@ -45,9 +45,8 @@ type Container[Sh, Loc any] interface {
 	// AppendKeys appends the shard's keys to keys (Named stores only).
 	AppendKeys(sh *Sh, keys []string) []string
 	// Scan examines up to limit keys of the shard and evicts those fresh
-	// at reading at, raising the shard's floor to at and counting the
-	// evictions in the store's Bound (Counter.Evicted, Bound.Left); for
-	// the others, if soonest is not nil, it lowers *soonest to the time
+	// at reading at, raising the shard's floor to at (the caller counts
+	// the evictions in the store's Bound: scan); for the others, if soonest is not nil, it lowers *soonest to the time
 	// from now until they become fresh. It returns how many keys it
 	// examined and evicted. A limit of math.MaxInt examines every key.
 	Scan(sh *Sh, now, at time.Duration, limit int, soonest *time.Duration) (examined, evicted int)
@@ -91,20 +90,21 @@ func Stats[Sh, Loc any](c Container[Sh, Loc], b *Bound) admit.StoreStats {
 }
 
 // Sweep is admit.Store's Sweep: it evicts every key of c that is fresh at
-// the eviction reading (Reading), and returns how many it evicted.
-func Sweep[Sh, Loc any](c Container[Sh, Loc]) int { return SweepAt(c, Reading(c.Now())) }
+// the eviction reading (Reading), counts them in b, and returns how many
+// it evicted.
+func Sweep[Sh, Loc any](c Container[Sh, Loc], b *Bound) int { return SweepAt(c, b, Reading(c.Now())) }
 
 // SweepAt evicts every key of c fresh at reading at, shard by shard under
 // each shard's lock, and returns how many it evicted. Reading the clock
 // once for all shards is conservative: a state fresh at an older reading
 // is fresh at every later one.
-func SweepAt[Sh, Loc any](c Container[Sh, Loc], at time.Duration) int {
+func SweepAt[Sh, Loc any](c Container[Sh, Loc], b *Bound, at time.Duration) int {
 	shards := c.Shards()
 	total := 0
 	for i := range shards {
 		sh := &shards[i]
 		c.Lock(sh)
-		_, n := c.Scan(sh, at, at, math.MaxInt, nil)
+		_, n := scan(c, b, sh, at, at, math.MaxInt, nil)
 		c.Unlock(sh)
 		total += n
 	}
@@ -193,7 +193,7 @@ func Put[Sh, Loc any](c Container[Sh, Loc], b *Bound, horizon time.Duration, key
 // bound instead, does not.
 func Add[Sh, Loc any](c Container[Sh, Loc], b *Bound, sh *Sh, now, horizon time.Duration) (wait time.Duration, ok bool) {
 	if c.Count(sh) >= SweepMinLen {
-		c.Scan(sh, now, Reading(now), SweepBatch, nil)
+		scan(c, b, sh, now, Reading(now), SweepBatch, nil)
 	}
 	if b.Room() {
 		return 0, true
@@ -206,6 +206,18 @@ func Add[Sh, Loc any](c Container[Sh, Loc], b *Bound, sh *Sh, now, horizon time.
 				}
 				defer c.Unlock(o)
 			}
-			return c.Scan(o, now, at, limit, soonest)
+			return scan(c, b, o, now, at, limit, soonest)
 		})
+}
+
+// scan is c.Scan, and counts the keys it evicted as evictions (Stats) that
+// left the store (Bound.Left), under sh's lock, before any other call can
+// reserve the room they made.
+func scan[Sh, Loc any](c Container[Sh, Loc], b *Bound, sh *Sh, now, at time.Duration, limit int, soonest *time.Duration) (examined, evicted int) {
+	examined, evicted = c.Scan(sh, now, at, limit, soonest)
+	if evicted > 0 {
+		b.Evicted(evicted)
+		b.Left(evicted)
+	}
+	return examined, evicted
 }

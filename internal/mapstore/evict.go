@@ -7,16 +7,14 @@ import (
 )
 
 // evicted records that n keys of sh were evicted as fresh at reading at:
-// it raises the shard's floor, counts the evictions (Stats), uncounts the
-// keys and rebuilds the map if it has shrunk enough. It requires that sh.mu
-// is held. Reset and Take, which are no evictions, do not call it.
+// it raises the shard's floor and rebuilds the map if it has shrunk enough
+// (keyed counts the evictions and uncounts the keys). It requires that
+// sh.mu is held. Reset and Take, which are no evictions, do not call it.
 func (l *store[KT, S]) evicted(sh *shard[KT, S], at time.Duration, n int) {
 	if n == 0 {
 		return
 	}
 	sh.floor = max(sh.floor, at)
-	l.keys.Evicted(n)
-	l.keys.Left(n)
 	if sh.peak >= keyed.RebuildMin && len(sh.m) <= sh.peak/4 {
 		// A Go map never gives back the buckets of deleted keys: copy the
 		// survivors into a map of their own size.
@@ -73,8 +71,8 @@ func (sh *shard[KT, S]) drop(mk KT, s *S) {
 }
 
 // Sweep implements [admit.Store] (keyed.Sweep).
-func (l *store[KT, S]) Sweep() int { return keyed.Sweep(l.layout()) }
+func (l *store[KT, S]) Sweep() int { return keyed.Sweep(l.layout(), &l.keys) }
 
 // sweepAt evicts every key that is fresh at reading at, shard by shard, and
 // returns how many it evicted (keyed.SweepAt).
-func (l *store[KT, S]) sweepAt(at time.Duration) int { return keyed.SweepAt(l.layout(), at) }
+func (l *store[KT, S]) sweepAt(at time.Duration) int { return keyed.SweepAt(l.layout(), &l.keys, at) }

@@ -66,7 +66,9 @@ func (t *Table) sweep(sh *shard, now, at time.Duration, limit int, soonest *time
 			*soonest = min(*soonest, t.untilFresh(sh, tb, i, tag, w, now))
 		}
 	}
-	t.evicted(sh, evicted)
+	if evicted > 0 {
+		t.shrink(sh)
+	}
 	return examined, evicted
 }
 
@@ -98,18 +100,6 @@ func (t *Table) slotKey(tb *tab, i, tag uint64) recKey {
 	return rk
 }
 
-// evicted records that n keys of sh were evicted: it counts the evictions
-// (Stats), uncounts the keys and shrinks the table (shrink). It requires
-// sh.mu.
-func (t *Table) evicted(sh *shard, n int) {
-	if n == 0 {
-		return
-	}
-	t.keys.Evicted(n)
-	t.keys.Left(n)
-	t.shrink(sh)
-}
-
 // shrink rebuilds sh's table smaller once it holds fewer keys than an
 // eighth of its slots, after keys left it (evicted or taken): the copy, at
 // most an eighth of the slots, is paid for by the removals since the table
@@ -122,11 +112,11 @@ func (t *Table) shrink(sh *shard) {
 
 // Sweep implements [admit.Store] (keyed.Sweep): it evicts every key fresh
 // at the eviction reading, shard by shard, and returns how many it evicted.
-func (t *Table) Sweep() int { return keyed.Sweep(t.layout()) }
+func (t *Table) Sweep() int { return keyed.Sweep(t.layout(), &t.keys) }
 
 // sweepAt evicts every key fresh at reading at, shard by shard, and returns
 // how many it evicted.
-func (t *Table) sweepAt(at time.Duration) int { return keyed.SweepAt(t.layout(), at) }
+func (t *Table) sweepAt(at time.Duration) int { return keyed.SweepAt(t.layout(), &t.keys, at) }
 
 // Reset forgets key's state (keyed.Reset, layout.Retire): its next call
 // decides on a fresh state at its own reading, and a reservation made
