@@ -165,9 +165,9 @@ func (c *Counter) Reserve(max int64) bool {
 func (c *Counter) Release(n int) { c.n.Add(-int64(n)) }
 
 // Evicted counts n keys evicted as idle: by an insertion's sweep, a Sweep,
-// or the full-store policy's scans. A store calls it where it evicts, never
-// for a key that Reset forgets or that a Take moves out. It writes nothing
-// when n is 0.
+// or the full-store policy's scans (each a Container's Scan, counted by
+// this package's scan), never a key that Reset forgets or that a Take
+// moves out. It writes nothing when n is 0.
 func (c *Counter) Evicted(n int) {
 	if n > 0 {
 		c.evictions.Add(uint64(n))
@@ -175,7 +175,7 @@ func (c *Counter) Evicted(n int) {
 }
 
 // Denied counts one request for a new key denied because the store was full
-// and no room could be made (MakeRoom returned false). A store calls it
+// and no room could be made (Add returned false). A store calls it
 // where it answers such a request, not where a migration stores a key
 // beyond the bound.
 func (c *Counter) Denied() { c.denials.Add(1) }
@@ -196,10 +196,11 @@ func (c *Counter) Stats(keys int, max int64) admit.StoreStats {
 // Bound is admit.WithMaxKeys' rule for one store, written once for every
 // container: the bound (0: none) and the Counter of the store's keys, which
 // counts keys only when there is a bound; its evictions and full-store
-// denials it counts always (Stats). A store calls Room before it stores a
-// new key, Left when keys leave it (evicted, reset or taken), Beyond when a
-// Reload's Put stores a key whatever the bound, and MakeRoom (with the
-// Counter and Max) when Room fails. The zero Bound has no bound.
+// denials it counts always (Stats). The policy of container.go keeps it:
+// Add calls Room before a new key is stored and MakeRoom when Room fails,
+// Reset, Take and the scans call Left when keys leave the store, Put calls
+// Beyond when it stores a key whatever the bound; a container counts only
+// its denials (Denied). The zero Bound has no bound.
 type Bound struct {
 	Counter
 	max int64 // written once, before the store is shared

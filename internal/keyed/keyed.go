@@ -3,9 +3,16 @@
 // the held reservations of lock-free token buckets, the Reload moves
 // protocol, and the cache-line pad. The containers (internal/table, the
 // lock-free table behind atomic.New; internal/mapstore, the map store of
-// sharded and locked) own only what depends on their layout: finding,
-// inserting, publishing, deleting and ranging over keys.
+// sharded and locked) implement their layout as a Container (shards and
+// their locks, locating a key, and per shard: its floor, counting and
+// naming its keys, evicting the fresh ones a scan finds, finding,
+// retiring, exporting and importing a key's state), and keep their own
+// decision on a stored key and insertion path of a missing one, which call
+// this package's steps (Hooks.Keeps, Add, Bound).
 //
+//   - container.go: Container, and the sequences run over it once for
+//     every container: Len, Stats, Sweep, Reset, Keys, Take, Put, and Add
+//     (a new key's room: the insertion's sweep, the bound, MakeRoom).
 //   - evict.go: eviction's tuning, the reading a sweep judges idleness at,
 //     the padded Counter behind WithMaxKeys and admit.StoreStats, the
 //     full-store policy (MakeRoom), and the Map that gives its memory back.

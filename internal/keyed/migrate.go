@@ -48,8 +48,9 @@ type Mover interface {
 	Take(key string, into []kernel.PartState) bool
 
 	// Put stores key with the state from (parts of Limits) if the store
-	// does not hold it, and reports whether it stored it. It may exceed the
-	// store's key bound rather than drop a carried state.
+	// does not hold it, and reports whether it stored it. It makes room as
+	// a new key does, and exceeds the store's key bound if none can be
+	// made rather than drop a carried state.
 	Put(key string, from []kernel.PartState) bool
 
 	// Keys calls yield with every key the store holds (a snapshot of each

@@ -142,9 +142,6 @@ func (l *compFullKeys[S]) Decide(key string, n int) (admit.Decision, int, bool) 
 	return d, which, moved
 }
 
-// Reset forgets key's state (see store.reset).
-func (l *compFullKeys[S]) Reset(key string) { l.reset(key, maphash.String(l.seed, key)) }
-
 // Limits implements [admit.CompositeStore].
 func (l *compHashedKeys[S]) Limits() admit.Limits { return l.composite().Limits() }
 
@@ -168,10 +165,4 @@ func (l *compHashedKeys[S]) Decide(key string, n int) (admit.Decision, int, bool
 	var moved bool
 	d, which := l.allow(key, h, h, n, &moved)
 	return d, which, moved
-}
-
-// Reset forgets key's state (see store.reset).
-func (l *compHashedKeys[S]) Reset(key string) {
-	h := maphash.String(l.seed, key)
-	l.reset(h, h)
 }

@@ -6,26 +6,15 @@ import (
 	"github.com/admit-go/admit/internal/keyed"
 )
 
-// sweep examines up to limit keys of sh, from a random place (a Go map's range
-// starts at one), and evicts those whose state is fresh at the eviction
-// reading for now. The check and the deletion are under sh.mu, which every
-// call holds for its whole work: no call can be using a state it deletes.
-// It requires that sh.mu is held.
-func (l *store[KT, S]) sweep(sh *shard[KT, S], now time.Duration, limit int) {
-	l.scan(sh, now, keyed.Reading(now), limit, nil)
-}
-
 // evicted records that n keys of sh were evicted as fresh at reading at:
-// it raises the shard's floor, counts the evictions (Stats), uncounts the
-// keys and rebuilds the map if it has shrunk enough. It requires that sh.mu
-// is held. Reset and Take, which are no evictions, do not call it.
+// it raises the shard's floor and rebuilds the map if it has shrunk enough
+// (keyed counts the evictions and uncounts the keys). It requires that
+// sh.mu is held. Reset and Take, which are no evictions, do not call it.
 func (l *store[KT, S]) evicted(sh *shard[KT, S], at time.Duration, n int) {
 	if n == 0 {
 		return
 	}
 	sh.floor = max(sh.floor, at)
-	l.keys.Evicted(n)
-	l.keys.Left(n)
 	if sh.peak >= keyed.RebuildMin && len(sh.m) <= sh.peak/4 {
 		// A Go map never gives back the buckets of deleted keys: copy the
 		// survivors into a map of their own size.
@@ -38,26 +27,14 @@ func (l *store[KT, S]) evicted(sh *shard[KT, S], at time.Duration, n int) {
 	}
 }
 
-// makeRoom applies the full-store policy (keyed.MakeRoom) for a new key of
-// own, whose lock the caller holds; it only TryLocks the other shards.
-func (l *store[KT, S]) makeRoom(own *shard[KT, S], now time.Duration) (time.Duration, bool) {
-	return keyed.MakeRoom(&l.keys.Counter, l.keys.Max(), l.shards, own, now, l.horizon,
-		func(sh *shard[KT, S], isOwn bool, at time.Duration, limit int, soonest *time.Duration) (int, int) {
-			if !isOwn {
-				if !sh.mu.TryLock() {
-					return 0, 0
-				}
-				defer sh.mu.Unlock()
-			}
-			return l.scan(sh, now, at, limit, soonest)
-		})
-}
-
-// scan examines up to limit keys of sh, from a random place, and evicts those
-// fresh at reading at; for the others, if soonest is not nil, it lowers
-// *soonest to the time from now until they become fresh. It returns how
-// many keys it examined and evicted.
-// It requires that sh.mu is held.
+// scan examines up to limit keys of sh, from a random place (a Go map's
+// range starts at one), and evicts those fresh at reading at; for the
+// others, if soonest is not nil, it lowers *soonest to the time from now
+// until they become fresh. It returns how many keys it examined and
+// evicted. It is the layout's Scan, which keyed.Add (an insertion's sweep
+// and the full-store policy) and keyed.Sweep run. The check and the
+// deletion are under sh.mu, which every call holds for its whole work: no
+// call can be using a state it deletes. It requires that sh.mu is held.
 func (l *store[KT, S]) scan(sh *shard[KT, S], now, at time.Duration, limit int, soonest *time.Duration) (examined, evicted int) {
 	for mk, s := range sh.m {
 		if examined == limit {
@@ -93,48 +70,9 @@ func (sh *shard[KT, S]) drop(mk KT, s *S) {
 	}
 }
 
-// Sweep implements [admit.Store].
-func (l *store[KT, S]) Sweep() int {
-	return l.sweepAt(keyed.Reading(l.clock.Now()))
-}
+// Sweep implements [admit.Store] (keyed.Sweep).
+func (l *store[KT, S]) Sweep() int { return keyed.Sweep(l.layout(), &l.keys) }
 
 // sweepAt evicts every key that is fresh at reading at, shard by shard, and
-// returns how many it evicted. Reading the clock once for all shards is
-// conservative: a state fresh at an older reading is fresh at every later one.
-func (l *store[KT, S]) sweepAt(at time.Duration) int {
-	total := 0
-	for i := range l.shards {
-		sh := &l.shards[i]
-		sh.mu.Lock()
-		n := 0
-		for mk, s := range sh.m {
-			if l.fresh(s, at) {
-				sh.drop(mk, s)
-				n++
-			}
-		}
-		l.evicted(sh, at, n)
-		sh.mu.Unlock()
-		total += n
-	}
-	return total
-}
-
-// reset forgets the key whose map key is mk and whose hash is h: its state
-// and the hold of its reservation, if it has one, so that its next call
-// decides as on a new key and no reservation made before can be cancelled
-// after. The deletion is under the shard's lock, with every call on the
-// key, which is its linearization point. The floor is not raised: the key
-// was not judged fresh, and a new key decides at max(reading, floor)
-// anyway.
-func (l *store[KT, S]) reset(mk KT, h uint64) {
-	sh := &l.shards[h>>l.shift]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	s := sh.m[mk]
-	if s == nil {
-		return
-	}
-	sh.drop(mk, s) // deletes by the caller's key: a deletion stores no key
-	l.keys.Left(1)
-}
+// returns how many it evicted (keyed.SweepAt).
+func (l *store[KT, S]) sweepAt(at time.Duration) int { return keyed.SweepAt(l.layout(), &l.keys, at) }

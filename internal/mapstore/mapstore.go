@@ -17,9 +17,9 @@
 // Idle keys are evicted only when their state is fresh (kernel.Fresh), so
 // eviction changes no decision: each shard keeps a floor, and a call that
 // finds its key missing decides at max(its reading, floor) (see shard.floor).
-// Insertions sweep a few keys (sweep), a shrunken map is rebuilt (evicted),
-// and with admit.WithMaxKeys a new key in a full store makes room or is
-// denied (makeRoom, internal/keyed.MakeRoom); the evictions and those
+// Insertions sweep a few keys, a shrunken map is rebuilt (evicted), and
+// with admit.WithMaxKeys a new key in a full store makes room or is denied
+// (internal/keyed.Add, over the store's layout); the evictions and those
 // denials are counted in the store's keyed.Counter, on those paths only, and
 // reported by Stats. Token-bucket stores also hand out reservations ahead,
 // with a hold per waiting key (reserve.go). Composite
@@ -147,7 +147,7 @@ type store[KT comparable, S any] struct {
 	horizon time.Duration // the longest a state can take to become fresh
 	clone   func(KT) KT   // our own copy of a caller's map key; nil for hashes
 	shards  []shard[KT, S]
-	keys    keyed.Bound // WithMaxKeys: keys stored (when bounded), Stats' counts, makeRoom's cursor
+	keys    keyed.Bound // WithMaxKeys: keys stored (when bounded), Stats' counts, MakeRoom's cursor
 
 	// hooks are a keyed.Mover's hooks (SetHooks, migrate.go), nil until
 	// set. Only the path of a key a shard does not hold reads them.
@@ -198,9 +198,6 @@ func (l *fullKeys[S]) Decide(key string, n int) (admit.Decision, int, bool) {
 	return d, which, moved
 }
 
-// Reset forgets key's state (see store.reset).
-func (l *fullKeys[S]) Reset(key string) { l.reset(key, maphash.String(l.seed, key)) }
-
 // hashedKeys is a store that keeps each key's seeded 64-bit hash instead of
 // the key (WithHashedKeys). The top bits choose the shard and the whole hash
 // is the map key, so two keys share a state only if all 64 bits collide.
@@ -223,12 +220,6 @@ func (l *hashedKeys[S]) Decide(key string, n int) (admit.Decision, int, bool) {
 	var moved bool
 	d, which := l.allow(key, h, h, n, &moved)
 	return d, which, moved
-}
-
-// Reset forgets key's state (see store.reset).
-func (l *hashedKeys[S]) Reset(key string) {
-	h := maphash.String(l.seed, key)
-	l.reset(h, h)
 }
 
 // allow decides a request for n on key, whose map key is mk and whose hash
@@ -290,20 +281,15 @@ func (l *store[KT, S]) insert(sh *shard[KT, S], mk KT, now time.Duration, n int)
 }
 
 // add stores s, the state of a key that sh does not hold, decided at now
-// (already clamped to the floor), and returns the stored state: it sweeps a
-// few keys of sh first, and in a full store makes room or returns nil and
-// the RetryAfter of the denial, storing nothing and counting the denial
-// (Stats): every caller denies the request then. It requires that sh.mu is
-// held.
+// (already clamped to the floor), and returns the stored state: it makes
+// room for the key first (keyed.Add: a sweep of a few keys of sh, and in a
+// full store the full-store policy), or returns nil and the RetryAfter of
+// the denial, storing nothing and counting the denial (Stats): every
+// caller denies the request then. It requires that sh.mu is held.
 func (l *store[KT, S]) add(sh *shard[KT, S], mk KT, s S, now time.Duration) (stored *S, wait time.Duration) {
-	if len(sh.m) >= keyed.SweepMinLen {
-		l.sweep(sh, now, keyed.SweepBatch)
-	}
-	if !l.keys.Room() {
-		if wait, ok := l.makeRoom(sh, now); !ok {
-			l.keys.Denied()
-			return nil, wait
-		}
+	if wait, ok := keyed.Add(l.layout(), &l.keys, sh, now, l.horizon); !ok {
+		l.keys.Denied()
+		return nil, wait
 	}
 	if l.clone != nil {
 		mk = l.clone(mk) // our own copy: the caller may reuse the key's memory
@@ -315,22 +301,19 @@ func (l *store[KT, S]) add(sh *shard[KT, S], mk KT, s S, now time.Duration) (sto
 	return stored, 0
 }
 
-// Len implements [admit.Store].
-func (l *store[KT, S]) Len() int {
-	total := 0
-	for i := range l.shards {
-		sh := &l.shards[i]
-		sh.mu.Lock()
-		total += len(sh.m)
-		sh.mu.Unlock()
-	}
-	return total
-}
+// Len implements [admit.Store] (keyed.Len).
+func (l *store[KT, S]) Len() int { return keyed.Len(l.layout()) }
 
-// Stats implements [admit.Store]: Len, the WithMaxKeys bound, and
-// the evictions (evicted) and full-store denials (add) counted since the
-// store was built. It takes each shard's lock in turn, as Len does, and is
-// meant for a metrics scrape; the calls on stored keys count nothing.
-func (l *store[KT, S]) Stats() admit.StoreStats {
-	return l.keys.Stats(l.Len())
-}
+// Stats implements [admit.Store] (keyed.Stats): Len, the WithMaxKeys bound,
+// and the evictions (evicted) and full-store denials (add) counted since
+// the store was built. It takes each shard's lock in turn, as Len does,
+// and is meant for a metrics scrape; the calls on stored keys count
+// nothing.
+func (l *store[KT, S]) Stats() admit.StoreStats { return keyed.Stats(l.layout(), &l.keys) }
+
+// Reset implements [admit.Store] (keyed.Reset, layout.Retire): it forgets
+// key's state and the hold of its reservation, if it has one, so that its
+// next call decides as on a new key and no reservation made before can be
+// cancelled after. The deletion is under the shard's lock, with every call
+// on the key, which is its linearization point.
+func (l *store[KT, S]) Reset(key string) { keyed.Reset(l.layout(), &l.keys, key) }

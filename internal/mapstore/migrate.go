@@ -1,7 +1,6 @@
 package mapstore
 
 import (
-	"hash/maphash"
 	"time"
 
 	"github.com/admit-go/admit"
@@ -58,88 +57,30 @@ func oneRule(r admit.Rule) admit.Limits {
 // SetHooks implements [keyed.Mover].
 func (l *store[KT, S]) SetHooks(h *keyed.Hooks) { l.hooks.SetHooks(h) }
 
-// locate returns the map key and the hash of key.
-func (l *store[KT, S]) locate(key string) (KT, uint64) {
-	h := maphash.String(l.seed, key)
-	if l.clone != nil { // full keys: KT is string
-		return any(key).(KT), h
-	}
-	return any(h).(KT), h
-}
-
-// Take implements [keyed.Mover]. Under the key's shard's lock it deletes
-// the key and its hold (a reservation made before can no longer be
-// cancelled; its tokens stay taken in the state carried), uncounts it
-// against WithMaxKeys, and writes its state to into. It does not raise the
-// floor, as Reset does not: the key was not judged fresh.
-//
-// A sliding log's *kernel.Log is handed over as it is, not copied: the
-// deletion removed the store's only reference to it, and the calls that
-// could still reach it run under the lock Take holds.
+// Take implements [keyed.Mover] (keyed.Take, layout.Export): under the
+// key's shard's lock it deletes the key and its hold, uncounts it against
+// WithMaxKeys, and writes its state to into. It does not raise the floor,
+// as Reset does not: the key was not judged fresh.
 func (l *store[KT, S]) Take(key string, into []kernel.PartState) bool {
-	mk, h := l.locate(key)
-	sh := &l.shards[h>>l.shift]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	s := sh.m[mk]
-	if s == nil {
-		return false
-	}
-	l.export(s, into)
-	sh.drop(mk, s)
-	l.keys.Left(1)
-	return true
+	return keyed.Take(l.layout(), &l.keys, key, into)
 }
 
-// Put implements [keyed.Mover]. from must hold states of the store's
-// limits, as kernel.Convert writes them; Put keeps from's sliding logs
-// rather than copying them, so the caller hands them over with a Put that
-// stores the key. It stores the key under the store's own copy, with no
-// sweep, and counts it against WithMaxKeys even beyond the bound, which
-// later insertions then find full until evictions bring the count down:
-// a carried state is never dropped for want of room.
+// Put implements [keyed.Mover] (keyed.Put, layout.Import). from must hold
+// states of the store's limits, as kernel.Convert writes them; Put keeps
+// from's sliding logs rather than copying them, so the caller hands them
+// over with a Put that stores the key. It stores the key under the store's
+// own copy, after the room a new key makes (keyed.Add), and counts it
+// against WithMaxKeys beyond the bound if none could be made: a carried
+// state is never dropped for want of room.
 func (l *store[KT, S]) Put(key string, from []kernel.PartState) bool {
-	mk, h := l.locate(key)
-	sh := &l.shards[h>>l.shift]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if sh.m[mk] != nil {
-		return false
-	}
-	l.keys.Beyond() // counted unconditionally, beyond the bound if need be
-	if l.clone != nil {
-		mk = l.clone(mk) // our own copy: the caller may reuse the key's memory
-	}
-	sh.m[mk] = l.imported(from)
-	sh.peak = max(sh.peak, len(sh.m))
-	return true
+	return keyed.Put(l.layout(), &l.keys, l.horizon, key, from)
 }
 
-// Keys implements [keyed.Mover]. It copies each shard's keys under the
-// shard's lock and calls yield with them after releasing it, so that yield
-// may call the store (Take the key, say). A store of hashed keys keeps no
-// keys to give and returns false at once.
-func (l *store[KT, S]) Keys(yield func(key string) bool) bool {
-	if l.clone == nil {
-		return false
-	}
-	var keys []string
-	for i := range l.shards {
-		sh := &l.shards[i]
-		keys = keys[:0]
-		sh.mu.Lock()
-		for mk := range sh.m {
-			keys = append(keys, any(mk).(string)) // the store's copy, never rewritten
-		}
-		sh.mu.Unlock()
-		for _, k := range keys {
-			if !yield(k) {
-				return true
-			}
-		}
-	}
-	return true
-}
+// Keys implements [keyed.Mover] (keyed.Keys): each shard's keys, copied
+// under its lock, yielded after releasing it, so that yield may call the
+// store (Take the key, say). A store of hashed keys keeps no keys to give
+// and returns false at once.
+func (l *store[KT, S]) Keys(yield func(key string) bool) bool { return keyed.Keys(l.layout(), yield) }
 
 // export writes the state *s to into as parts of the store's limits,
 // dispatching on the kernel as decide does. A sliding log's part is s

@@ -3,7 +3,6 @@ package table
 import (
 	"time"
 
-	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/keyed"
 )
 
@@ -12,8 +11,9 @@ import (
 // not nil, it lowers *soonest to the time from now until they become fresh.
 // It visits at most 4·limit slots (empty ones and tombstones included), or
 // the whole table when soonest is not nil (the full-store policy then needs
-// every key examined). It returns how many keys it examined and evicted. It
-// requires sh.mu.
+// every key examined) or 4·limit is more than its slots (a Sweep's limit,
+// math.MaxInt, examines every key). It returns how many keys it examined
+// and evicted. It requires sh.mu.
 //
 // Eviction is the CompareAndSwap from the exact word judged fresh to the
 // tombstone (its linearization point), after the shard's floor is raised to
@@ -27,9 +27,9 @@ func (t *Table) sweep(sh *shard, now, at time.Duration, limit int, soonest *time
 	if tb == nil {
 		return 0, 0
 	}
-	visits := uint64(4 * limit)
-	if soonest != nil || visits > tb.n {
-		visits = tb.n
+	visits := tb.n // every slot: for soonest, or a limit beyond a quarter of them
+	if soonest == nil && uint64(limit) <= tb.n/4 {
+		visits = uint64(4 * limit)
 	}
 	for ; visits > 0 && examined < limit; visits-- {
 		i := sh.cursor % tb.n
@@ -66,7 +66,9 @@ func (t *Table) sweep(sh *shard, now, at time.Duration, limit int, soonest *time
 			*soonest = min(*soonest, t.untilFresh(sh, tb, i, tag, w, now))
 		}
 	}
-	t.evicted(sh, evicted)
+	if evicted > 0 {
+		t.shrink(sh)
+	}
 	return examined, evicted
 }
 
@@ -98,100 +100,33 @@ func (t *Table) slotKey(tb *tab, i, tag uint64) recKey {
 	return rk
 }
 
-// evicted records that n keys of sh were evicted: it counts the evictions
-// (Stats), then removed uncounts the keys. It requires sh.mu.
-func (t *Table) evicted(sh *shard, n int) {
-	if n == 0 {
-		return
-	}
-	t.keys.Evicted(n)
-	t.removed(sh, n)
-}
-
-// removed records that n keys left sh, evicted or taken (Take, which is no
-// eviction): it uncounts them and rebuilds the table smaller once it holds
-// fewer keys than an eighth of its slots (the copy, at most an eighth of
-// the slots, is paid for by the removals since the table was built). It
-// requires sh.mu.
-func (t *Table) removed(sh *shard, n int) {
-	t.keys.Left(n)
+// shrink rebuilds sh's table smaller once it holds fewer keys than an
+// eighth of its slots, after keys left it (evicted or taken): the copy, at
+// most an eighth of the slots, is paid for by the removals since the table
+// was built. It requires sh.mu.
+func (t *Table) shrink(sh *shard) {
 	if tb := sh.tab.Load(); tb.n > minSlots && uint64(tb.live) < tb.n/8 {
 		t.rebuild(sh, tb, size(tb.live))
 	}
 }
 
-// makeRoom applies the full-store policy (keyed.MakeRoom) for a new key of
-// own, whose mutex the caller holds; it only TryLocks the other shards.
-func (t *Table) makeRoom(own *shard, now time.Duration) (time.Duration, bool) {
-	return keyed.MakeRoom(&t.keys.Counter, t.keys.Max(), t.shards, own, now, t.horizon,
-		func(sh *shard, isOwn bool, at time.Duration, limit int, soonest *time.Duration) (int, int) {
-			if !isOwn {
-				if !sh.mu.TryLock() {
-					return 0, 0
-				}
-				defer sh.mu.Unlock()
-			}
-			return t.sweep(sh, now, at, limit, soonest)
-		})
-}
-
-// Sweep implements [admit.Store]: it evicts every key fresh at the
-// eviction reading, shard by shard, and returns how many it evicted.
-func (t *Table) Sweep() int {
-	return t.sweepAt(keyed.Reading(t.clock.Now()))
-}
+// Sweep implements [admit.Store] (keyed.Sweep): it evicts every key fresh
+// at the eviction reading, shard by shard, and returns how many it evicted.
+func (t *Table) Sweep() int { return keyed.Sweep(t.layout(), &t.keys) }
 
 // sweepAt evicts every key fresh at reading at, shard by shard, and returns
 // how many it evicted.
-func (t *Table) sweepAt(at time.Duration) int {
-	total := 0
-	for i := range t.shards {
-		sh := &t.shards[i]
-		sh.mu.Lock()
-		if tb := sh.tab.Load(); tb != nil {
-			_, n := t.sweep(sh, at, at, int(tb.n), nil)
-			total += n
-		}
-		sh.mu.Unlock()
-	}
-	return total
-}
+func (t *Table) sweepAt(at time.Duration) int { return keyed.SweepAt(t.layout(), &t.keys, at) }
 
-// Reset forgets key's state: its next call decides on a fresh state at its
-// own reading, and a reservation made before can no longer be cancelled.
-// It runs under the key's shard's mutex (a rebuild cannot move the slot
-// meanwhile) and swaps the slot's word for the zero word, a fresh key's
-// state in every packing, by CompareAndSwap from the word it loaded: its
-// linearization point. A lock-free call that loaded the word before fails
-// its CAS and decides again on the fresh state; one that published first is
-// ordered before the reset. A held slot (token bucket) is released with the
-// zero state and its record, with any hold, deleted (keyed.Reset). A key the
-// table does not hold, or a tombstone, is already fresh.
+// Reset forgets key's state (keyed.Reset, layout.Retire): its next call
+// decides on a fresh state at its own reading, and a reservation made
+// before can no longer be cancelled. It runs under the key's shard's mutex
+// (a rebuild cannot move the slot meanwhile) and swaps the slot's word for
+// the zero word by CompareAndSwap: its linearization point.
 func (t *Table) Reset(key string) {
 	if lockFreeReset() {
 		t.resetLockFree(key) // BUG, planted for the stress self-test
 		return
 	}
-	sh, rk := t.locate(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	tb, i, ok := t.lookup(sh, rk, key)
-	if !ok {
-		return
-	}
-	p := &tb.slot(i)[1]
-	for {
-		w := p.Load()
-		switch w {
-		case t.tomb, 0:
-			return
-		case t.held:
-			sh.holds.Reset(cell{p}, rk)
-			return
-		}
-		hook.Between(hook.BeforeCAS)
-		if p.CompareAndSwap(w, 0) {
-			return
-		}
-	}
+	keyed.Reset(t.layout(), &t.keys, key)
 }

@@ -100,20 +100,11 @@ func (t *Table) putHeld(sh *shard, at spot, rk recKey, key string, rec keyed.Rec
 }
 
 // add makes room for a new key of sh decided at now (already clamped to the
-// floor): it sweeps a few slots of the shard first, and in a full store
-// makes room or returns, with ok false, the RetryAfter of the denial. The
-// callers that then deny count the denial (Stats); Put, which stores its
-// key beyond the bound instead, does not. It requires sh.mu.
+// floor), or returns, with ok false, the RetryAfter of the denial
+// (keyed.Add). The callers that then deny count the denial (Stats). It
+// requires sh.mu.
 func (t *Table) add(sh *shard, now time.Duration) (wait time.Duration, ok bool) {
-	if tb := sh.tab.Load(); tb != nil && tb.live >= keyed.SweepMinLen {
-		t.sweep(sh, now, keyed.Reading(now), keyed.SweepBatch, nil)
-	}
-	if !t.keys.Room() {
-		if wait, ok := t.makeRoom(sh, now); !ok {
-			return wait, false
-		}
-	}
-	return 0, true
+	return keyed.Add(t.layout(), &t.keys, sh, now, t.horizon)
 }
 
 // spot is where a lookup under the shard's mutex left a key: its table

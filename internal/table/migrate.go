@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/hook"
 	"github.com/admit-go/admit/internal/kernel"
 	"github.com/admit-go/admit/internal/keyed"
 	"github.com/admit-go/admit/internal/reservation"
@@ -22,11 +21,12 @@ import (
 // slow reports it moved, and the caller, the mutex released, returns that
 // (Decide) or decides the call with Redirect (Allow, AllowN).
 //
-// Take's linearization point is its freezing CompareAndSwap to the
-// tombstone, under the shard's mutex, as a rebuild's freeze: a lock-free
-// call that loaded the word before fails its CAS, finds the tombstone and
-// takes the slow path, where the key is missing; a call that published
-// first is in the state taken.
+// Take, Put and Keys are internal/keyed's (keyed.Take, ...) over the
+// table's layout (layout.go). Take's linearization point is its freezing
+// CompareAndSwap to the tombstone, under the shard's mutex, as a
+// rebuild's freeze: a lock-free call that loaded the word before fails its
+// CAS, finds the tombstone and takes the slow path, where the key is
+// missing; a call that published first is in the state taken.
 
 var _ keyed.Mover = (*Table)(nil)
 
@@ -96,79 +96,20 @@ func (t *Table) reserveElsewhere(key string, n int) (admit.Reservation, bool) {
 	return reservation.Now(d.Allowed, d.RetryAfter, n)
 }
 
-// Take implements [keyed.Mover]. Under the key's shard's mutex it
-// freezes the slot's word to the tombstone (for a held slot, whose word
-// only the mutex's holder changes, it reads the record's state and deletes
-// the record, with any hold), uncounts the key as an eviction does (but
-// counts no eviction: Stats leaves moved keys out), and writes the state to
-// into[0].
+// Take implements [keyed.Mover] (keyed.Take): under the key's shard's
+// mutex it freezes the slot's word to the tombstone (layout.Export),
+// uncounts the key as an eviction does (but counts no eviction: Stats
+// leaves moved keys out), and writes the state to into[0].
 func (t *Table) Take(key string, into []kernel.PartState) bool {
-	sh, rk := t.locate(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	tb, i, ok := t.lookup(sh, rk, key)
-	if !ok {
-		return false
-	}
-	p := &tb.slot(i)[1]
-	var w uint64
-	var heldState kernel.TokenBucketState
-	for {
-		w = p.Load()
-		if w == t.tomb {
-			return false
-		}
-		if w == t.held {
-			heldState, _ = sh.holds.Take(cell{p}, rk) // the record's state; the slot buried
-			break
-		}
-		hook.Between(hook.BeforeCAS)
-		if p.CompareAndSwap(w, t.tomb) {
-			break
-		}
-	}
-	tb.live--
-	t.removed(sh, 1)
-	into[0] = kernel.PartState{}
-	switch {
-	case w == t.held:
-		into[0].SetTB(heldState)
-	case t.alg == algTB:
-		into[0].SetTB(t.tb.Unpack(w))
-	case t.alg == algFW:
-		into[0].SetFW(t.fwp.Unpack(w))
-	default:
-		into[0].SetSC(t.scp.Unpack(w))
-	}
-	return true
+	return keyed.Take(t.layout(), &t.keys, key, into)
 }
 
-// Put implements [keyed.Mover]. from[0] must be a state of the store's
-// rule, as kernel.Convert writes (a count may be past the Limit: the word
-// keeps it up to its room, see kernel.FixedWindowWord). A token
-// bucket's state past the packed word's horizon is stored held, as the slow
-// path stores it. The key is counted against WithMaxKeys after a sweep and
-// the full-store policy, and beyond the bound if they make no room: a
-// carried state is never dropped.
+// Put implements [keyed.Mover] (keyed.Put). from[0] must be a state of the
+// store's rule, as kernel.Convert writes. The key is counted against
+// WithMaxKeys after a sweep and the full-store policy, and beyond the
+// bound if they make no room: a carried state is never dropped.
 func (t *Table) Put(key string, from []kernel.PartState) bool {
-	w, fits := t.pack(&from[0])
-	sh, rk := t.locate(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	tb, i, ok := t.lookup(sh, rk, key)
-	if ok && tb.slot(i)[1].Load() != t.tomb {
-		return false
-	}
-	if _, room := t.add(sh, max(t.now(), sh.floor)); !room {
-		t.keys.Beyond()
-	}
-	at := spot{tb, i, ok}
-	if !fits {
-		t.putHeld(sh, at, rk, key, keyed.Rec{State: from[0].TB()})
-		return true
-	}
-	t.put(sh, at, rk, key, w)
-	return true
+	return keyed.Put(t.layout(), &t.keys, t.horizon, key, from)
 }
 
 // pack returns the state word of s, a state of the store's rule, and fits
@@ -194,36 +135,23 @@ func (t *Table) pack(s *kernel.PartState) (w uint64, fits bool) {
 	}
 }
 
-// Keys implements [keyed.Mover]. It copies each shard's keys under the
-// shard's mutex and calls yield with them after releasing it, so yield may
-// call the store (Take a key, say). A store of hashed keys keeps no keys to
-// give and returns false at once.
-func (t *Table) Keys(yield func(key string) bool) bool {
-	if t.hashed {
-		return false
-	}
-	var keys []string
-	for s := range t.shards {
-		sh := &t.shards[s]
-		keys = keys[:0]
-		sh.mu.Lock()
-		if tb := sh.tab.Load(); tb != nil {
-			for i := range tb.n {
-				tag := tb.slot(i)[0].Load()
-				if tag == 0 || tb.slot(i)[1].Load() == t.tomb {
-					continue
-				}
-				keys = append(keys, tb.name(i))
+// Keys implements [keyed.Mover] (keyed.Keys): each shard's keys, copied
+// under its mutex, yielded without it. A store of hashed keys returns
+// false at once.
+func (t *Table) Keys(yield func(key string) bool) bool { return keyed.Keys(t.layout(), yield) }
+
+// appendKeys appends the keys of sh's table to keys. It requires sh.mu.
+func (t *Table) appendKeys(sh *shard, keys []string) []string {
+	if tb := sh.tab.Load(); tb != nil {
+		for i := range tb.n {
+			tag := tb.slot(i)[0].Load()
+			if tag == 0 || tb.slot(i)[1].Load() == t.tomb {
+				continue
 			}
-		}
-		sh.mu.Unlock()
-		for _, k := range keys {
-			if !yield(k) {
-				return true
-			}
+			keys = append(keys, tb.name(i))
 		}
 	}
-	return true
+	return keys
 }
 
 // name returns the key of slot i of a table of full keys: its bytes from

@@ -112,7 +112,7 @@ type Table struct {
 	mix     [3]uint64 // the seeds of mixKey, random per store
 	horizon time.Duration
 	shards  []shard
-	keys    keyed.Bound // WithMaxKeys: keys stored (when bounded), Stats' counts, makeRoom's cursor
+	keys    keyed.Bound // WithMaxKeys: keys stored (when bounded), Stats' counts, MakeRoom's cursor
 
 	// pause is the tests' pause point (pause_on.go), in builds with the tag
 	// admittest only; in a normal build it is empty and never read.
@@ -182,25 +182,12 @@ func (t *Table) now() time.Duration {
 	return t.clock.CoarseNow()
 }
 
-// Stats implements [admit.Store]: Len, the WithMaxKeys bound, and
-// the evictions (sweep) and full-store denials (slow, and a reservation's
-// path) counted since the store was built. It takes each shard's mutex in
-// turn, as Len does, and is meant for a metrics scrape; the lock-free path
-// of a stored key counts nothing.
-func (t *Table) Stats() admit.StoreStats {
-	return t.keys.Stats(t.Len())
-}
+// Stats implements [admit.Store] (keyed.Stats): Len, the WithMaxKeys
+// bound, and the evictions (sweep) and full-store denials (slow, and a
+// reservation's path) counted since the store was built. It takes each
+// shard's mutex in turn, as Len does, and is meant for a metrics scrape;
+// the lock-free path of a stored key counts nothing.
+func (t *Table) Stats() admit.StoreStats { return keyed.Stats(t.layout(), &t.keys) }
 
-// Len implements [admit.Store].
-func (t *Table) Len() int {
-	total := 0
-	for i := range t.shards {
-		sh := &t.shards[i]
-		sh.mu.Lock()
-		if tb := sh.tab.Load(); tb != nil {
-			total += tb.live
-		}
-		sh.mu.Unlock()
-	}
-	return total
-}
+// Len implements [admit.Store] (keyed.Len).
+func (t *Table) Len() int { return keyed.Len(t.layout()) }
