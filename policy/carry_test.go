@@ -257,25 +257,7 @@ func TestReloadCarryRace(t *testing.T) {
 // the new book, on the state carried: its admission counts once, under the
 // new limits.
 func TestReloadRacingCall(t *testing.T) {
-	var mu sync.Mutex
-	var built []admit.Store
-	f := func(r admit.Rule, opts ...admit.Option) (admit.Store, error) {
-		l, err := admitatomic.New(r, opts...) // the table, whose pause point is after the state word's load
-		mu.Lock()
-		built = append(built, l)
-		mu.Unlock()
-		return l, err
-	}
-	fake := clock.NewFake()
-	s := service(t, parse(t, "default = token-bucket,1000,1h\napi./x = fixed-window,10,1m\n"), admit.WithClock(fake), policy.WithFactory(f))
-	spendN(t, s, "u", "/x", 7)
-	var old admit.Store
-	for _, l := range built {
-		if l.Rule().Limit == 10 && l.Len() == 1 {
-			old = l
-		}
-	}
-	require.NotNil(t, old)
+	s, old := spentOnOldLimits(t, admitatomic.New) // the table, whose pause point is after the state word's load
 	pauseTable(t, old, func() {
 		require.NoError(t, s.Reload(parse(t, "default = token-bucket,1000,1h\napi./x = fixed-window,20,1m\n")))
 	})
@@ -285,6 +267,33 @@ func TestReloadRacingCall(t *testing.T) {
 	assert.Zero(t, which)
 	assert.Zero(t, old.Len(), "the old limiter keeps nothing")
 	assert.Equal(t, 12, remaining(s, "u", "/x"))
+}
+
+// spentOnOldLimits returns a Service whose limiters newStore builds, on a
+// frozen clock, with 7 of the 10 per minute of pair (u, /x) spent, and the
+// limiter that holds the pair: the one the next Reload, to 20 per minute,
+// moves it out of.
+func spentOnOldLimits(t *testing.T, newStore func(admit.Rule, ...admit.Option) (admit.Store, error)) (*policy.Service, admit.Store) {
+	t.Helper()
+	var mu sync.Mutex
+	var built []admit.Store
+	f := func(r admit.Rule, opts ...admit.Option) (admit.Store, error) {
+		l, err := newStore(r, opts...)
+		mu.Lock()
+		built = append(built, l)
+		mu.Unlock()
+		return l, err
+	}
+	s := service(t, parse(t, "default = token-bucket,1000,1h\napi./x = fixed-window,10,1m\n"), admit.WithClock(clock.NewFake()), policy.WithFactory(f))
+	spendN(t, s, "u", "/x", 7)
+	var old admit.Store
+	for _, l := range built {
+		if l.Rule().Limit == 10 && l.Len() == 1 {
+			old = l
+		}
+	}
+	require.NotNil(t, old, "no limiter holds the spent pair")
+	return s, old
 }
 
 // TestMovedPairDirectCall: a limiter a Service built, called directly (a
@@ -303,22 +312,7 @@ func TestMovedPairDirectCall(t *testing.T) {
 		{"locked", locked.New},
 	}
 	for _, fc := range factories {
-		var built []admit.Store
-		f := func(r admit.Rule, opts ...admit.Option) (admit.Store, error) {
-			l, err := fc.new(r, opts...)
-			built = append(built, l)
-			return l, err
-		}
-		fake := clock.NewFake()
-		s := service(t, parse(t, "default = token-bucket,1000,1h\napi./x = fixed-window,10,1m\n"), admit.WithClock(fake), policy.WithFactory(f))
-		spendN(t, s, "u", "/x", 7)
-		var old admit.Store
-		for _, l := range built {
-			if l.Rule().Limit == 10 && l.Len() == 1 {
-				old = l
-			}
-		}
-		require.NotNil(t, old, fc.name)
+		s, old := spentOnOldLimits(t, fc.new)
 		require.NoError(t, s.Reload(parse(t, "default = token-bucket,1000,1h\napi./x = fixed-window,20,1m\n")), fc.name)
 		require.Equal(t, 13, remaining(s, "u", "/x"), "%s: 7 of 10 spent, carried to 20", fc.name)
 
