@@ -39,8 +39,8 @@ func WithClock(c clock.Clock) Option {
 }
 
 // WithShards makes a keyed store use n independently locked parts: shards in
-// package sharded, lock stripes in package locked, the stripes of the idle-key
-// sweeper in package atomic. n must be a power of two between 1 and
+// packages atomic (a lock-free table each) and sharded (a map each), lock
+// stripes in package locked. n must be a power of two between 1 and
 // [MaxShards]. More shards mean less contention between keys and smaller
 // maps to rebuild after an eviction, at 128 bytes per shard; one shard makes
 // every key share one lock. Without this option a store has [DefaultShards].
@@ -83,9 +83,9 @@ func WithMaxKeys(n int) Option {
 // bytes however long it is. The price is a small chance that two keys share
 // one budget: among k keys, about k²/2^65 colliding pairs are expected (one
 // in 37 million for a million keys, one in 37 for a billion). A collision
-// only ever makes the two keys stricter, never looser. Variants that store
-// full keys only return an error wrapping [ErrUnsupported]; package sharded
-// supports it.
+// only ever makes the two keys stricter, never looser. Package locked
+// returns an error wrapping [ErrUnsupported]; packages atomic (New) and
+// sharded support it.
 func WithHashedKeys() Option {
 	return plumb.NewOption(func(s *plumb.Settings) error {
 		s.HashedKeys = true

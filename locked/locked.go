@@ -5,7 +5,9 @@
 // [NewLimits]. Pick it for the sliding log on one key (package atomic has no
 // sliding log), for the simplest code to read, or as an oracle in your own
 // tests; for one key of the other algorithms pick package atomic, and for
-// many keys package sharded. All three give the same decisions for the same
+// many keys atomic's New (the rules its lock-free table holds) or package
+// sharded (every rule and composite). New is the map store package sharded
+// builds, with full keys only; NewLimiter is the plainest code. All three give the same decisions for the same
 // calls, but for a new key in a full store of many shards or keys
 // ([admit.WithMaxKeys]), which may find room in one store and not in
 // another (docs/keyed-stores.md, "The full-store policy").

@@ -1,5 +1,5 @@
-// Package clockref is how the lock-free limiters (package atomic, and the
-// keyed table of package sharded) read their clock cheaply.
+// Package clockref is how the lock-free limiters (package atomic: its
+// single-key limiters and New's keyed table) read their clock cheaply.
 package clockref
 
 import (
