@@ -84,7 +84,11 @@ func (t *Table) decideAt(key string, h, k0, k1 uint64, now time.Duration, n int)
 // *pause, when not nil (tests only, in builds with the tag admittest), is
 // called after the first load of the word, and cleared.
 func (t *Table) decide(p *atomic.Uint64, now time.Duration, n int, pause *func()) (v kernel.Verdict, ok bool) {
-	if n == 1 && t.alg == algTB && (!pauseEnabled || *pause == nil) {
+	// tried is whether the token bucket's AllowOne was asked already: the
+	// general loop then goes straight to step, instead of asking it again
+	// on a word it declined.
+	tried := n == 1 && t.alg == algTB && (!pauseEnabled || *pause == nil)
+	if tried {
 		// The token bucket's one-token path, written out: the word is the
 		// TAT in scaled units, and AllowOne is GCRA for one token on it.
 		for {
@@ -114,7 +118,7 @@ func (t *Table) decide(p *atomic.Uint64, now time.Duration, n int, pause *func()
 			return v, false
 		}
 		var nw uint64
-		if n == 1 {
+		if n == 1 && !tried {
 			if nw, v, ok = t.one(old, now); ok {
 				hook.Between(hook.BeforeCAS)
 				if p.CompareAndSwap(old, nw) {

@@ -35,7 +35,8 @@ func (t *Table) lookup(sh *shard, rk recKey, key string) (tb *tab, i uint64, ok 
 // is neither decided nor stored, and slow returns moved true, on which the
 // caller redirects the call, the mutex released.
 func (t *Table) slow(sh *shard, rk recKey, key string, now time.Duration, n int) (v kernel.Verdict, moved bool) {
-	adopted := t.adopt(sh, rk, key)
+	h := t.hooks.Load() // one Hooks for Adopt and Keep: Keep is asked with its own Adopt's Epoch
+	adopted := t.adopt(h, sh, rk, key)
 	hook.Between(hook.BeforeLock)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -69,7 +70,7 @@ func (t *Table) slow(sh *shard, rk recKey, key string, now time.Duration, n int)
 			}
 		}
 	}
-	if !t.keep(key, adopted) {
+	if !h.Keeps(key, adopted) {
 		return v, true
 	}
 	at := spot{tb, i, ok}

@@ -46,8 +46,7 @@ func (t *Table) SetHooks(h *keyed.Hooks) { t.hooks.SetHooks(h) }
 // without the lock, as a lock-free call reads it: a key that goes missing
 // just after is adopted by no one here, and is met by Keep under the mutex
 // with 0, which a move still to bring the key here refuses.
-func (t *Table) adopt(sh *shard, rk recKey, key string) keyed.Epoch {
-	h := t.hooks.Load()
+func (t *Table) adopt(h *keyed.Hooks, sh *shard, rk recKey, key string) keyed.Epoch {
 	if h == nil || h.Adopt == nil {
 		return 0
 	}
@@ -57,13 +56,6 @@ func (t *Table) adopt(sh *shard, rk recKey, key string) keyed.Epoch {
 		}
 	}
 	return h.Adopt(key)
-}
-
-// keep reports whether the hooks let the store insert key, which it does
-// not hold (keyed.Hooks.Keeps); adopted is what the call's adopt returned.
-// It requires the key's shard's mutex.
-func (t *Table) keep(key string, adopted keyed.Epoch) bool {
-	return t.hooks.Load().Keeps(key, adopted)
 }
 
 // Decide implements [keyed.Mover]: AllowN, with the index 0 of the one

@@ -30,8 +30,9 @@ type reserver struct{ *Table }
 func (r reserver) ReserveN(key string, n int, maxWait time.Duration) (admit.Reservation, bool) {
 	t := r.Table
 	sh, rk := t.locate(key)
-	adopted := t.adopt(sh, rk, key)
-	res, ok, kept := r.reserve(sh, rk, key, adopted, n, maxWait)
+	h := t.hooks.Load() // one Hooks for Adopt and Keep, as in slow
+	adopted := t.adopt(h, sh, rk, key)
+	res, ok, kept := r.reserve(sh, rk, key, h, adopted, n, maxWait)
 	if !kept {
 		return t.reserveElsewhere(key, n)
 	}
@@ -41,7 +42,7 @@ func (r reserver) ReserveN(key string, n int, maxWait time.Duration) (admit.Rese
 // reserve is ReserveN under the shard's mutex; adopted is what its adopt
 // returned. kept is false, with nothing reserved, when the key is missing
 // and the hooks' Keep refuses it.
-func (r reserver) reserve(sh *shard, rk recKey, key string, adopted keyed.Epoch, n int, maxWait time.Duration) (res admit.Reservation, ok, kept bool) {
+func (r reserver) reserve(sh *shard, rk recKey, key string, h *keyed.Hooks, adopted keyed.Epoch, n int, maxWait time.Duration) (res admit.Reservation, ok, kept bool) {
 	t := r.Table
 	now := t.clock.Now()
 	sh.mu.Lock()
@@ -53,7 +54,7 @@ func (r reserver) reserve(sh *shard, rk recKey, key string, adopted keyed.Epoch,
 			return reservation.New(d, n, ticket), ok, true
 		}
 	}
-	if !t.keep(key, adopted) {
+	if !h.Keeps(key, adopted) {
 		return res, false, false
 	}
 	at := spot{tb, i, found}
