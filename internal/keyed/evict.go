@@ -209,9 +209,6 @@ type Bound struct {
 // Init sets the bound: max keys, 0 for none.
 func (b *Bound) Init(max int) { b.max = int64(max) }
 
-// Max returns the bound, 0 for none.
-func (b *Bound) Max() int64 { return b.max }
-
 // Room counts one more key and reports true if the store has room for it:
 // always without a bound.
 func (b *Bound) Room() bool { return b.max <= 0 || b.Reserve(b.max) }

@@ -20,7 +20,7 @@
 // Insertions sweep a few keys, a shrunken map is rebuilt (evicted), and
 // with admit.WithMaxKeys a new key in a full store makes room or is denied
 // (internal/keyed.Add, over the store's layout); the evictions and those
-// denials are counted in the store's keyed.Counter, on those paths only, and
+// denials are counted in the store's keyed.Bound, on those paths only, and
 // reported by Stats. Token-bucket stores also hand out reservations ahead,
 // with a hold per waiting key (reserve.go). Composite
 // limits (NewLimits) keep all the rules of a key in one state, decided

@@ -12,4 +12,3 @@ type pausePoint struct{}
 
 func (*pausePoint) armed() bool  { return false }
 func (*pausePoint) take() func() { return nil }
-func (*pausePoint) set(func())   {}
